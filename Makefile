@@ -1,0 +1,68 @@
+# dpkit workbook. Two commands on a fresh machine:
+#   make lab    create .venv if missing, install, open JupyterLab on the lessons
+#   make test   create .venv if missing, install, lint, run unit tests and nbval over the notebooks
+# Others: make notebooks (re-execute lessons and solutions in place), make exercises,
+#         make timings (seconds per notebook), make clean.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PORT   ?= 8888
+
+# Which TensorFlow build suits this machine (override: make test TF_BUILD=cpu).
+ifeq ($(shell uname -s),Darwin)
+  TF_BUILD ?= macos
+else ifeq ($(shell nvidia-smi -L >/dev/null 2>&1 && echo yes),yes)
+  TF_BUILD ?= cuda
+else
+  TF_BUILD ?= cpu
+endif
+
+# Quiet TensorFlow (C++ info logs off) and CPU maths that do not depend on oneDNN's
+# blocking, so that runs reproduce. Kernels started by JupyterLab and nbval inherit these.
+export TF_CPP_MIN_LOG_LEVEL   ?= 3
+export TF_ENABLE_ONEDNN_OPTS  ?= 0
+export PYDEVD_DISABLE_FILE_VALIDATION = 1
+
+STAMP := $(VENV)/.dpkit-$(TF_BUILD)
+
+.PHONY: lab test env lint unit nbval notebooks exercises timings clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "dpkit needs Python 3.10 or newer; run: make PYTHON=python3.11 ...")'
+	@echo "dpkit: TensorFlow build for this machine: $(TF_BUILD)  (override with TF_BUILD=cpu|cuda|macos)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test]'
+	@rm -f $(VENV)/.dpkit-* && touch $@
+
+env: $(STAMP)
+
+lab: $(STAMP)
+	@echo "dpkit: JupyterLab on http://127.0.0.1:$(PORT) (localhost only, token required)"
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(PORT) --ServerApp.token_required=True \
+		--ServerApp.root_dir=. lessons/00_setup_and_devices.ipynb
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check dpkit tests tools lessons solutions exercises
+	$(VENV)/bin/ruff format --check dpkit tests tools
+
+unit: $(STAMP)
+	$(PY) -m pytest tests --ignore=tests/test_notebooks_nbval.py
+
+test: $(STAMP)
+	$(MAKE) --no-print-directory lint
+	$(PY) tools/make_exercises.py --check
+	$(PY) -m pytest tests -p no:cacheprovider
+
+notebooks: $(STAMP)
+	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb
+
+exercises: $(STAMP)
+	$(PY) tools/make_exercises.py
+
+timings: $(STAMP)
+	$(PY) tools/run_notebooks.py --timings lessons/*.ipynb solutions/*.ipynb
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

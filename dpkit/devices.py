@@ -1,0 +1,256 @@
+"""Choose the devices a lesson trains on, the same way on every machine.
+
+Introduced in lesson 00. TensorFlow fixes its list of devices the first time it
+runs an op, so :func:`setup` must be called before anything else touches
+TensorFlow. It picks one of three cases:
+
+* ``"physical_gpus"``: the machine has at least ``n`` GPUs; use the first ``n``.
+* ``"logical_gpus"``: it has fewer (but at least one); split GPU 0 into ``n``
+  logical GPUs, each with a memory limit.
+* ``"logical_cpus"``: it has no GPU; split the CPU into ``n`` logical CPUs.
+
+Logical devices share the hardware underneath them. They let the same tower
+code run unchanged on a laptop, one GPU or many, but they add no compute.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+#: More devices than this teaches nothing new and only slows TensorFlow's start-up.
+MAX_DEVICES = 64
+
+#: Memory given to each logical GPU when one physical GPU is split.
+DEFAULT_GPU_MEMORY_MB = 1024
+
+CASES = ("physical_gpus", "logical_gpus", "logical_cpus")
+
+_EXPLANATIONS = {
+    "physical_gpus": "{n} physical GPU(s) used as they are",
+    "logical_gpus": "GPU 0 split into {n} logical GPUs of {mb} MB each "
+    "(they share one GPU's compute)",
+    "logical_cpus": "no GPU found: the CPU split into {n} logical CPU devices "
+    "(they share the same cores)",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`setup` will do on a machine, decided before touching TensorFlow.
+
+    Attributes:
+        num_devices: how many devices the lesson asked for.
+        case: one of ``CASES``.
+        device_type: ``"GPU"`` or ``"CPU"``.
+        gpu_memory_mb: memory limit per logical GPU (``None`` unless ``case == "logical_gpus"``).
+    """
+
+    num_devices: int
+    case: str
+    device_type: str
+    gpu_memory_mb: int | None = None
+
+    @property
+    def explanation(self) -> str:
+        return _EXPLANATIONS[self.case].format(n=self.num_devices, mb=self.gpu_memory_mb)
+
+
+@dataclass(frozen=True)
+class DeviceSetup:
+    """The result of :func:`setup`.
+
+    Attributes:
+        devices: full TensorFlow device names, e.g. ``("/device:CPU:0", "/device:CPU:1")``;
+            pass them to ``tf.device`` or to a strategy.
+        case: which of ``CASES`` applied.
+        device_type: ``"GPU"`` or ``"CPU"``.
+        explanation: one sentence saying what was done.
+        physical: names of the physical devices underneath.
+    """
+
+    devices: tuple[str, ...]
+    case: str
+    device_type: str
+    explanation: str
+    physical: tuple[str, ...]
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.devices)
+
+    def __str__(self) -> str:
+        return describe(self)
+
+
+_current: DeviceSetup | None = None
+
+
+def _check_count(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise ValueError(
+            f"setup(n): n must be a whole number of devices, got {n!r} "
+            f"({type(n).__name__}); pass an int such as devices.setup(2)."
+        )
+    n = int(n)
+    if n < 1:
+        raise ValueError(
+            f"setup(n): n must be at least 1, got {n}; pass the number of devices "
+            "to train on, e.g. devices.setup(1) for a single device."
+        )
+    if n > MAX_DEVICES:
+        raise ValueError(
+            f"setup(n): n={n} is above the maximum of {MAX_DEVICES} devices; "
+            "logical devices share the same hardware, so use 2 to 8 to see the ideas."
+        )
+    return n
+
+
+def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> Plan:
+    """Decide which case applies for ``n`` devices on a machine with ``num_gpus`` GPUs.
+
+    Pure function: it touches no TensorFlow state, so you can ask what would
+    happen on a machine you do not have (lesson 00 does).
+
+    Args:
+        n: devices wanted.
+        num_gpus: physical GPUs on the machine.
+        gpu_memory_mb: memory per logical GPU when one GPU is split.
+
+    Returns:
+        A :class:`Plan`.
+
+    Raises:
+        ValueError: ``n`` is not a whole number in ``1..MAX_DEVICES``, or
+            ``num_gpus`` is negative, or ``gpu_memory_mb`` is not positive.
+    """
+    n = _check_count(n)
+    if isinstance(num_gpus, bool) or not isinstance(num_gpus, numbers.Integral) or num_gpus < 0:
+        raise ValueError(f"plan(): num_gpus must be an int >= 0, got {num_gpus!r}.")
+    if isinstance(gpu_memory_mb, bool) or not isinstance(gpu_memory_mb, numbers.Integral):
+        raise ValueError(f"gpu_memory_mb must be an int (megabytes), got {gpu_memory_mb!r}.")
+    if gpu_memory_mb < 1:
+        raise ValueError(
+            f"gpu_memory_mb must be at least 1 MB, got {gpu_memory_mb}; "
+            f"the default is {DEFAULT_GPU_MEMORY_MB}."
+        )
+    if num_gpus >= n:
+        return Plan(n, "physical_gpus", "GPU")
+    if num_gpus >= 1:
+        return Plan(n, "logical_gpus", "GPU", int(gpu_memory_mb))
+    return Plan(n, "logical_cpus", "CPU")
+
+
+def _restart_message(wanted: int, have: str) -> str:
+    return (
+        f"TensorFlow is already initialised with {have}, and a process cannot change its "
+        f"device list afterwards, so setup({wanted}) cannot take effect. Restart the kernel "
+        "(Kernel > Restart) and call devices.setup() before any other TensorFlow code, or run "
+        "each device count in its own process with the sweep runner (dpkit.bench)."
+    )
+
+
+def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
+    """Make ``n`` devices available to TensorFlow and return their names.
+
+    Call it once, before any other TensorFlow code in the process. Calling it
+    again with the same ``n`` returns the same result.
+
+    Args:
+        n: how many devices to train on (1 to ``MAX_DEVICES``).
+        gpu_memory_mb: memory per logical GPU when one GPU has to be split.
+
+    Returns:
+        A :class:`DeviceSetup` with the device names and the case that applied.
+
+    Raises:
+        ValueError: ``n`` is not a whole number, is below 1 or above ``MAX_DEVICES``.
+        RuntimeError: TensorFlow already runs with a different device list
+            (restart the kernel, or use the sweep runner for several counts).
+    """
+    global _current
+    n = _check_count(n)
+    if _current is not None:
+        if _current.num_devices == n:
+            return _current
+        raise RuntimeError(
+            _restart_message(n, f"{_current.num_devices} {_current.device_type} device(s)")
+        )
+
+    import tensorflow as tf  # late import: importing dpkit must not start TensorFlow
+
+    gpus = tf.config.list_physical_devices("GPU")  # does not initialise the runtime
+    cpus = tf.config.list_physical_devices("CPU")
+    p = plan(n, len(gpus), gpu_memory_mb=gpu_memory_mb)
+    try:
+        if p.case == "physical_gpus":
+            tf.config.set_visible_devices(gpus[:n], "GPU")
+            for gpu in gpus[:n]:
+                tf.config.experimental.set_memory_growth(gpu, True)
+            physical = gpus[:n]
+        elif p.case == "logical_gpus":
+            tf.config.set_visible_devices(gpus[:1], "GPU")
+            limit = tf.config.LogicalDeviceConfiguration(memory_limit=p.gpu_memory_mb)
+            tf.config.set_logical_device_configuration(gpus[0], [limit] * n)
+            physical = gpus[:1]
+        else:
+            config = [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
+            tf.config.set_logical_device_configuration(cpus[0], config)
+            physical = cpus[:1]
+    except RuntimeError as err:
+        # TensorFlow was initialised by code that ran before us. Accept it only
+        # if it already has exactly the devices we would have made.
+        logical = tf.config.list_logical_devices(p.device_type)
+        if len(logical) != n:
+            raise RuntimeError(_restart_message(n, f"{len(logical)} {p.device_type} device(s)"))
+        del err
+        physical = gpus[:1] if p.device_type == "GPU" else cpus[:1]
+
+    logical = tf.config.list_logical_devices(p.device_type)
+    if len(logical) != n:  # e.g. a GPU split refused; better to stop than mislead
+        raise RuntimeError(
+            f"asked TensorFlow for {n} {p.device_type} devices but it reports {len(logical)}; "
+            "restart the kernel and try again, or report this machine's `python -m dpkit "
+            "devices` output."
+        )
+    _current = DeviceSetup(
+        devices=tuple(d.name for d in logical),
+        case=p.case,
+        device_type=p.device_type,
+        explanation=p.explanation,
+        physical=tuple(d.name for d in physical),
+    )
+    return _current
+
+
+def current() -> DeviceSetup | None:
+    """The result of the last successful :func:`setup` in this process, or ``None``."""
+    return _current
+
+
+def describe(result: DeviceSetup | None = None) -> str:
+    """A human-readable table of the devices a lesson will use.
+
+    Args:
+        result: what :func:`setup` returned; defaults to the current setup.
+
+    Returns:
+        A multi-line string (print it).
+
+    Raises:
+        RuntimeError: nothing was set up yet.
+    """
+    result = result or _current
+    if result is None:
+        raise RuntimeError("no devices set up yet: call devices.setup(n) first.")
+    rows = [("index", "device", "kind", "backed by")]
+    kind = {"physical_gpus": "physical GPU", "logical_gpus": "logical GPU"}.get(
+        result.case, "logical CPU"
+    )
+    for i, name in enumerate(result.devices):
+        backing = result.physical[i] if result.case == "physical_gpus" else result.physical[0]
+        rows.append((str(i), name, kind, backing.replace("/physical_device:", "")))
+    widths = [max(len(r[c]) for r in rows) for c in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return f"{result.explanation}\n" + "\n".join(lines)

@@ -1,0 +1,119 @@
+"""Diagrams drawn with matplotlib, for the lessons' pictures (lesson 00)."""
+
+from __future__ import annotations
+
+_LAYER_COLOURS = ("#8ecae6", "#219ebc", "#126782")
+_DEVICE_EDGE = "#555555"
+
+
+def _device(ax, x, y, w, h, label):
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, y),
+            w,
+            h,
+            boxstyle="round,pad=0.02,rounding_size=0.08",
+            fill=False,
+            ec=_DEVICE_EDGE,
+            lw=1.2,
+            ls="--",
+        )
+    )
+    ax.text(x + w / 2, y - 0.06, label, ha="center", va="top", fontsize=8, color=_DEVICE_EDGE)
+
+
+def _layers(ax, x, y, w, which=(0, 1, 2)):
+    # Data flows downwards, so the first layer is drawn on top.
+    for row, i in enumerate(reversed(which)):
+        ax.add_patch(_rect(x, y + row * 0.42, w, 0.32, _LAYER_COLOURS[i]))
+        ax.text(
+            x + w / 2,
+            y + row * 0.42 + 0.16,
+            f"layer {i + 1}",
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="white" if i else "black",
+        )
+
+
+def _rect(x, y, w, h, colour):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), w, h, fc=colour, ec="black", lw=0.6)
+
+
+def _batch(ax, x, y, w, label, colour="#ffb703"):
+    ax.add_patch(_rect(x, y, w, 0.25, colour))
+    ax.text(x + w / 2, y + 0.125, label, ha="center", va="center", fontsize=7)
+
+
+def _arrow(ax, start, end, colour="black"):
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color=colour, lw=1))
+
+
+def parallelism_taxonomy():
+    """Three panels: data, model and hybrid parallelism across devices.
+
+    Returns:
+        A matplotlib ``Figure``.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    for ax, title in zip(axes, ("Data parallelism", "Model parallelism", "Hybrid")):
+        ax.set_xlim(0, 4)
+        ax.set_ylim(-0.2, 3.75)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(title, fontsize=11)
+
+    ax = axes[0]  # every device holds the whole model and sees part of the batch
+    _batch(ax, 0.5, 3.2, 3.0, "global batch")
+    for i, x in enumerate((0.4, 2.2)):
+        _batch(ax, x + 0.1, 2.45, 1.2, f"shard {i}")
+        _arrow(ax, (x + 0.7, 3.2), (x + 0.7, 2.72))
+        _device(ax, x, 0.8, 1.4, 1.45, f"device {i}")
+        _layers(ax, x + 0.15, 0.9, 1.1)
+        _arrow(ax, (x + 0.7, 2.45), (x + 0.7, 2.3))
+    ax.text(
+        2.0,
+        0.05,
+        "gradients averaged\n(all-reduce)",
+        ha="center",
+        va="center",
+        fontsize=8,
+        color="#b5179e",
+    )
+    _arrow(ax, (1.1, 0.5), (1.6, 0.3), "#b5179e")
+    _arrow(ax, (2.9, 0.5), (2.4, 0.3), "#b5179e")
+
+    ax = axes[1]  # the model is cut into pieces, each on its own device
+    _batch(ax, 1.2, 3.2, 1.6, "whole batch")
+    _device(ax, 0.3, 1.3, 1.5, 1.3, "device 0")
+    _layers(ax, 0.5, 1.45, 1.1, which=(0, 1))
+    _device(ax, 2.2, 1.3, 1.5, 1.3, "device 1")
+    _layers(ax, 2.4, 1.87, 1.1, which=(2,))
+    _arrow(ax, (2.0, 3.2), (1.05, 2.72))
+    _arrow(ax, (1.6, 1.6), (2.4, 2.0))
+    ax.text(2.0, 0.55, "activations flow\nfrom device to device", ha="center", fontsize=8)
+
+    ax = axes[2]  # groups of devices split the model; the groups split the batch
+    _batch(ax, 0.5, 3.2, 3.0, "global batch")
+    for g, x in enumerate((0.25, 2.1)):
+        _batch(ax, x + 0.25, 2.55, 1.15, f"shard {g}")
+        _arrow(ax, (x + 0.82, 3.2), (x + 0.82, 2.82))
+        _device(ax, x, 1.55, 1.65, 0.75, f"devices {2 * g},{2 * g + 1}")
+        _layers(ax, x + 0.1, 1.75, 0.7, which=(0,))
+        _layers(ax, x + 0.85, 1.75, 0.7, which=(1,))
+    ax.text(
+        2.0,
+        0.55,
+        "model split inside a group,\nbatch split across groups,\ngradients averaged across groups",
+        ha="center",
+        fontsize=8,
+    )
+    fig.tight_layout()
+    return fig

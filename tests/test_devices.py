@@ -1,0 +1,176 @@
+"""dpkit.devices: the three cases, idempotence, and the errors a learner meets."""
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from dpkit import devices
+from tests import childproc
+
+
+@pytest.mark.parametrize(
+    "n, gpus, case, device_type",
+    [
+        (4, 0, "logical_cpus", "CPU"),
+        (1, 0, "logical_cpus", "CPU"),
+        (4, 1, "logical_gpus", "GPU"),
+        (4, 2, "logical_gpus", "GPU"),  # fewer GPUs than asked: split GPU 0
+        (4, 4, "physical_gpus", "GPU"),
+        (2, 8, "physical_gpus", "GPU"),
+    ],
+)
+def test_plan_picks_the_case_for_the_machine(n, gpus, case, device_type):
+    p = devices.plan(n, gpus)
+    assert (p.case, p.device_type, p.num_devices) == (case, device_type, n)
+    assert (p.gpu_memory_mb is not None) == (case == "logical_gpus")
+
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (0, "at least 1"),
+        (-3, "at least 1"),
+        (2.0, "whole number"),
+        ("2", "whole number"),
+        (True, "whole number"),
+        (None, "whole number"),
+        (devices.MAX_DEVICES + 1, "maximum"),
+    ],
+)
+def test_bad_device_counts_are_named(bad, words):
+    with pytest.raises(ValueError, match=words) as info:
+        devices.setup(bad)
+    assert "devices.setup(" in str(info.value) or "use 2 to 8" in str(info.value)
+
+
+def test_bad_gpu_memory_is_named():
+    with pytest.raises(ValueError, match="at least 1 MB"):
+        devices.plan(2, 1, gpu_memory_mb=0)
+
+
+def test_setup_splits_the_cpu_and_ops_run_where_asked():
+    out = childproc.run(
+        """
+        import json
+        import tensorflow as tf
+        from dpkit import devices
+        r = devices.setup(3)
+        listed = [d.name for d in tf.config.list_logical_devices("CPU")]
+        with tf.device(r.devices[2]):
+            y = tf.constant([1.0, 2.0]) * 2.0
+        print(json.dumps({"devices": list(r.devices), "listed": listed, "case": r.case,
+                          "placed": y.device, "table": devices.describe(r)}))
+        """
+    )
+    assert out["case"] == "logical_cpus"
+    assert out["devices"] == out["listed"] and len(out["listed"]) == 3  # TF's own listing
+    assert out["placed"].endswith("device:CPU:2")
+    assert sum(line.startswith(("0 ", "1 ", "2 ")) for line in out["table"].splitlines()) == 3
+
+
+def test_setup_twice_same_n_is_idempotent_and_other_n_says_restart():
+    out = childproc.run(
+        """
+        import json
+        from dpkit import devices
+        first = devices.setup(2)
+        again = devices.setup(2)
+        try:
+            devices.setup(3)
+            message = None
+        except RuntimeError as err:
+            message = str(err)
+        print(json.dumps({"same": first == again, "message": message}))
+        """
+    )
+    assert out["same"] is True
+    assert out["message"] and "Restart the kernel" in out["message"]
+    assert "sweep runner" in out["message"]
+
+
+def test_setup_after_tensorflow_initialised():
+    out = childproc.run(
+        """
+        import json
+        import tensorflow as tf
+        from dpkit import devices
+        tf.constant(1.0) + 1.0          # TensorFlow starts with its default single CPU
+        try:
+            devices.setup(2)
+            message = None
+        except RuntimeError as err:
+            message = str(err)
+        ok = devices.setup(1)            # what it already has is accepted
+        print(json.dumps({"message": message, "ok": list(ok.devices)}))
+        """
+    )
+    assert out["message"] and "already initialised with 1 CPU" in out["message"]
+    assert "Restart the kernel" in out["message"]
+    assert len(out["ok"]) == 1
+
+
+class _FakeConfig:
+    """Stands in for tf.config on a machine with GPUs (none here): records what setup asks."""
+
+    def __init__(self, num_gpus):
+        self.gpus = [SimpleNamespace(name=f"/physical_device:GPU:{i}") for i in range(num_gpus)]
+        self.calls = []
+        self.logical = []
+        self.experimental = SimpleNamespace(
+            set_memory_growth=lambda d, on: self.calls.append(("growth", d.name, on))
+        )
+
+    def list_physical_devices(self, kind):
+        return self.gpus if kind == "GPU" else [SimpleNamespace(name="/physical_device:CPU:0")]
+
+    def set_visible_devices(self, devs, kind):
+        self.calls.append(("visible", [d.name for d in devs], kind))
+        self.logical = [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(len(devs))]
+
+    def set_logical_device_configuration(self, dev, configs):
+        self.calls.append(("split", dev.name, [c.memory_limit for c in configs]))
+        self.logical = [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(len(configs))]
+
+    def list_logical_devices(self, kind):
+        return self.logical if kind == "GPU" else []
+
+    LogicalDeviceConfiguration = staticmethod(
+        lambda memory_limit=None: SimpleNamespace(memory_limit=memory_limit)
+    )
+
+
+@pytest.mark.parametrize("num_gpus", [1, 2, 4])
+def test_gpu_cases_ask_tensorflow_for_the_right_devices(monkeypatch, num_gpus):
+    tf = pytest.importorskip("tensorflow")
+    fake = _FakeConfig(num_gpus)
+    monkeypatch.setattr(tf, "config", fake)
+    monkeypatch.setattr(devices, "_current", None)
+    r = devices.setup(4, gpu_memory_mb=512)
+    if num_gpus >= 4:
+        assert r.case == "physical_gpus"
+        assert ("visible", [g.name for g in fake.gpus[:4]], "GPU") in fake.calls
+        assert not any(c[0] == "split" for c in fake.calls)
+    else:
+        assert r.case == "logical_gpus"
+        assert ("visible", ["/physical_device:GPU:0"], "GPU") in fake.calls
+        assert ("split", "/physical_device:GPU:0", [512] * 4) in fake.calls
+    assert r.devices == tuple(f"/device:GPU:{i}" for i in range(4))
+
+
+def test_describe_before_setup_says_what_to_do(monkeypatch):
+    monkeypatch.setattr(devices, "_current", None)
+    with pytest.raises(RuntimeError, match="call devices.setup"):
+        devices.describe()
+
+
+def test_command_line_reports_bad_count():
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpkit", "devices", "-n", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "at least 1" in proc.stderr
