@@ -188,7 +188,8 @@ def load(
     """Load a dataset as NumPy arrays.
 
     Args:
-        name: ``"digits"`` (offline, the default), ``"mnist"``, ``"fashion_mnist"`` or ``"cifar10"``.
+        name: ``"digits"`` (offline, the default), ``"mnist"``, ``"fashion_mnist"``
+            or ``"cifar10"``.
         seed: seeds the train/test split of ``"digits"`` (the others come pre-split).
         test_fraction: share of ``"digits"`` kept for testing.
         download: allow the Keras loaders to fetch a dataset that is not cached.

@@ -197,13 +197,13 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
             config = [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
             tf.config.set_logical_device_configuration(cpus[0], config)
             physical = cpus[:1]
-    except RuntimeError as err:
+    except RuntimeError:
         # TensorFlow was initialised by code that ran before us. Accept it only
         # if it already has exactly the devices we would have made.
         logical = tf.config.list_logical_devices(p.device_type)
         if len(logical) != n:
-            raise RuntimeError(_restart_message(n, f"{len(logical)} {p.device_type} device(s)"))
-        del err
+            have = f"{len(logical)} {p.device_type} device(s)"
+            raise RuntimeError(_restart_message(n, have)) from None
         physical = gpus[:1] if p.device_type == "GPU" else cpus[:1]
 
     logical = tf.config.list_logical_devices(p.device_type)

@@ -141,7 +141,7 @@ def cifar10_cnn(input_shape=(24, 24, 3), num_classes: int = 10):
 def mnist_mlp(
     input_shape=(28, 28, 1), num_classes: int = 10, *, hidden_units: int = 500, dropout: float = 0.1
 ):
-    """The TensorBoard chapter's multilayer perceptron: flatten -> hidden (ReLU) -> dropout -> logits.
+    """The TensorBoard chapter's perceptron: flatten -> hidden (ReLU) -> dropout -> logits.
 
     Args:
         input_shape: shape of one example (flattened inside the model).
