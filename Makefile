@@ -45,15 +45,18 @@ lab: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check dpkit tests tools lessons solutions exercises
-	$(VENV)/bin/ruff format --check dpkit tests tools
+	$(VENV)/bin/ruff format --check dpkit tests tools lessons solutions exercises
 
 unit: $(STAMP)
-	$(PY) -m pytest tests --ignore=tests/test_notebooks_nbval.py
+	$(PY) -m pytest tests -p no:cacheprovider
 
+# Unit tests, then nbval re-executes every lesson and solution in a fresh kernel and
+# compares the cells marked NBVAL_CHECK_OUTPUT with their committed outputs.
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	$(PY) tools/make_exercises.py --check
-	$(PY) -m pytest tests -p no:cacheprovider
+	$(PY) -m pytest tests lessons solutions --nbval-lax --nbval-current-env \
+		--nbval-cell-timeout=600 -p no:cacheprovider -v
 
 notebooks: $(STAMP)
 	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb

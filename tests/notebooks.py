@@ -1,0 +1,31 @@
+"""Helpers for tests that read or execute notebooks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import nbio  # noqa: E402
+
+LESSONS = sorted((ROOT / "lessons").glob("*.ipynb"))
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
+
+
+def execute(path: Path, *, allow_errors: bool = False, timeout: int = 300):
+    """Run a notebook top to bottom in a fresh kernel of this environment; return it."""
+    from nbclient import NotebookClient
+
+    nb = nbio.read(path)
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    return nb
+
+
+def errors(cell) -> list[str]:
+    return [o.ename for o in cell.get("outputs", []) if o.output_type == "error"]

@@ -1,0 +1,83 @@
+"""What every notebook must be: structure, parameters, checked claims, stored outputs."""
+
+import ast
+import re
+
+import pytest
+
+from tests.notebooks import EXERCISES, LESSONS, SOLUTIONS, nbio
+
+ALL = LESSONS + SOLUTIONS + EXERCISES
+
+
+def ids(paths):
+    return [f"{p.parent.name}/{p.name}" for p in paths]
+
+
+def code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_the_workbook_has_its_first_lessons():
+    assert [p.name[:2] for p in LESSONS][:2] == ["00", "01"]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+def test_lesson_states_at_least_three_checked_claims(path):
+    nb = nbio.read(path)
+    checked = [c for c in code_cells(nb) if "# NBVAL_CHECK_OUTPUT" in c.source]
+    assert len(checked) >= 3
+    for cell in checked:  # a claim nbval compares must have an output to compare
+        assert any(o.output_type in ("stream", "execute_result") for o in cell.outputs), cell.source
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_one_parameters_cell(path):
+    nb = nbio.read(path)
+    tagged = [c for c in nb.cells if nbio.has_tag(c, "parameters")]
+    assert len(tagged) == 1, "exactly one cell tagged 'parameters' (papermill convention)"
+    tree = ast.parse(tagged[0].source)
+    assert all(isinstance(node, ast.Assign) for node in tree.body), "parameters cell: assignments only"
+
+
+@pytest.mark.parametrize("path", LESSONS + SOLUTIONS, ids=ids(LESSONS + SOLUTIONS))
+def test_structure_title_setup_summary(path):
+    nb = nbio.read(path)
+    assert nb.cells[0].cell_type == "markdown" and re.match(r"# \S", nb.cells[0].source)
+    assert "Learning objectives" in nb.cells[0].source
+    headings = [line for c in nb.cells if c.cell_type == "markdown"
+                for line in c.source.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Setup" and "## Summary" in headings
+    if path in LESSONS:
+        assert headings[-1] == "## Exercises"
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_imports_only_in_the_first_code_cell(path):
+    for cell in code_cells(nbio.read(path))[1:]:
+        tree = ast.parse(cell.source)
+        imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not imports, f"import outside the Setup cell:\n{cell.source[:200]}"
+
+
+@pytest.mark.parametrize("path", LESSONS + SOLUTIONS, ids=ids(LESSONS + SOLUTIONS))
+def test_committed_executed_top_to_bottom_without_errors(path):
+    cells = code_cells(nbio.read(path))
+    counts = [c.execution_count for c in cells]
+    assert counts == list(range(1, len(cells) + 1)), "run `make notebooks` (clean kernel, in order)"
+    for cell in cells:
+        assert not [o for o in cell.outputs if o.output_type == "error"]
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=ids(EXERCISES))
+def test_exercises_are_committed_without_outputs(path):
+    for cell in code_cells(nbio.read(path)):
+        assert not cell.outputs and cell.execution_count is None
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_no_absolute_paths_and_normal_form(path):
+    text = path.read_text(encoding="utf-8")
+    sources = "".join(c.source for c in nbio.read(path).cells)
+    assert not re.search(r"(/home/|/root/|/Users/|/work/|C:\\\\)", sources)
+    assert text == nbio.dumps(nbio.read(path)), "not in normal form: write it with tools/nbio.py"
