@@ -8,6 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import make_exercises  # noqa: E402
 import nbio  # noqa: E402
 
 LESSONS = sorted((ROOT / "lessons").glob("*.ipynb"))
@@ -21,7 +22,10 @@ def execute(path: Path, *, allow_errors: bool = False, timeout: int = 300):
 
     nb = nbio.read(path)
     NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", allow_errors=allow_errors,
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=allow_errors,
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     return nb

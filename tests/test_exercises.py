@@ -3,9 +3,7 @@ passes on the answer."""
 
 import pytest
 
-from tests.notebooks import EXERCISES, ROOT, SOLUTIONS, errors, execute, nbio
-
-import make_exercises  # noqa: E402  (tools/ is on the path via tests.notebooks)
+from tests.notebooks import EXERCISES, ROOT, SOLUTIONS, errors, execute, make_exercises, nbio
 
 SOURCE = '''def f(x):
     """Doc."""
@@ -21,7 +19,9 @@ print("kept")'''
 
 
 def test_stub_replaces_each_region_with_hint_and_raise_at_its_indentation():
-    assert make_exercises.stub_source(SOURCE) == '''def f(x):
+    assert (
+        make_exercises.stub_source(SOURCE)
+        == '''def f(x):
     """Doc."""
     # TODO: square it
     raise NotImplementedError()
@@ -29,13 +29,17 @@ def test_stub_replaces_each_region_with_hint_and_raise_at_its_indentation():
 # TODO: write your code here
 raise NotImplementedError()
 print("kept")'''
+    )
 
 
-@pytest.mark.parametrize("source, words", [
-    ("### BEGIN SOLUTION\nx = 1", "never closed"),
-    ("x = 1\n### END SOLUTION", "without a ### BEGIN SOLUTION"),
-    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another region"),
-])
+@pytest.mark.parametrize(
+    "source, words",
+    [
+        ("### BEGIN SOLUTION\nx = 1", "never closed"),
+        ("x = 1\n### END SOLUTION", "without a ### BEGIN SOLUTION"),
+        ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another region"),
+    ],
+)
 def test_broken_markers_are_reported(source, words):
     with pytest.raises(make_exercises.MarkerError, match=words):
         make_exercises.stub_source(source)
@@ -56,8 +60,13 @@ def test_check_detects_a_hand_edited_exercise(tmp_path):
     edited = (ROOT / "exercises" / source.name).read_text(encoding="utf-8")
     edited = edited.replace("raise NotImplementedError()", "pass", 1)
     (tmp_path / "exercises" / source.name).write_text(edited, encoding="utf-8")
-    args = ["--check", "--solutions", str(tmp_path / "solutions"),
-            "--exercises", str(tmp_path / "exercises")]
+    args = [
+        "--check",
+        "--solutions",
+        str(tmp_path / "solutions"),
+        "--exercises",
+        str(tmp_path / "exercises"),
+    ]
     assert make_exercises.main(args) == 1
 
 

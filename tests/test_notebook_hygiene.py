@@ -37,7 +37,7 @@ def test_one_parameters_cell(path):
     tagged = [c for c in nb.cells if nbio.has_tag(c, "parameters")]
     assert len(tagged) == 1, "exactly one cell tagged 'parameters' (papermill convention)"
     tree = ast.parse(tagged[0].source)
-    assert all(isinstance(node, ast.Assign) for node in tree.body), "parameters cell: assignments only"
+    assert all(isinstance(node, ast.Assign) for node in tree.body), "assignments only"
 
 
 @pytest.mark.parametrize("path", LESSONS + SOLUTIONS, ids=ids(LESSONS + SOLUTIONS))
@@ -45,8 +45,13 @@ def test_structure_title_setup_summary(path):
     nb = nbio.read(path)
     assert nb.cells[0].cell_type == "markdown" and re.match(r"# \S", nb.cells[0].source)
     assert "Learning objectives" in nb.cells[0].source
-    headings = [line for c in nb.cells if c.cell_type == "markdown"
-                for line in c.source.splitlines() if line.startswith("## ")]
+    headings = [
+        line
+        for c in nb.cells
+        if c.cell_type == "markdown"
+        for line in c.source.splitlines()
+        if line.startswith("## ")
+    ]
     assert headings[0] == "## Setup" and "## Summary" in headings
     if path in LESSONS:
         assert headings[-1] == "## Exercises"
