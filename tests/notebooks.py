@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-import make_exercises  # noqa: E402
+import make_exercises  # noqa: E402, F401  (re-exported for the tests)
 import nbio  # noqa: E402
 
 LESSONS = sorted((ROOT / "lessons").glob("*.ipynb"))
