@@ -40,8 +40,8 @@ env: $(STAMP)
 
 lab: $(STAMP)
 	@echo "dpkit: JupyterLab on http://127.0.0.1:$(PORT) (localhost only, token required)"
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(PORT) --ServerApp.token_required=True \
-		--ServerApp.root_dir=. lessons/00_setup_and_devices.ipynb
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=. \
+		$(if $(filter 0,$(shell id -u)),--allow-root) lessons/00_setup_and_devices.ipynb
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check dpkit tests tools lessons solutions exercises
