@@ -1,0 +1,280 @@
+"""Tower data parallelism: one replica of the model per device, each on its shard.
+
+Introduced in lesson 02. A *tower* is one device's copy of the forward and
+backward pass. All towers share one set of variables; each gets a shard of the
+global batch, computes its loss and gradients on its device, and the averaged
+gradients (``dpkit.gradients``) update the shared variables once.
+
+Where the variables live is decided when the model is built: build it inside
+``with variable_device(devices, "cpu")`` (the seeds' usual choice, the CPU acts as
+parameter server) or ``"device0"`` (the first device holds them and sends copies to
+the others; on GPUs it then needs more memory than the rest).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+import numpy as np
+
+from dpkit import gradients as _gradients
+
+WHERE_VARIABLES = ("cpu", "device0")
+
+
+def _batch_size(x) -> int:
+    size = x.shape[0]
+    if size is None:
+        raise ValueError(
+            "the batch size is unknown when the step is traced; give the dataset a fixed "
+            "batch size (data.make_dataset(..., drop_remainder=True)) so it can be split."
+        )
+    return int(size)
+
+
+def shard_sizes(batch_size: int, num_towers: int, *, weighted: bool = False) -> list[int]:
+    """How many examples each tower gets.
+
+    Args:
+        batch_size: the global batch.
+        num_towers: how many towers share it.
+        weighted: allow an uneven split (sizes differ by at most one).
+
+    Returns:
+        One size per tower.
+
+    Raises:
+        ValueError: bad counts; a batch that does not divide evenly (unless
+            ``weighted``); a batch smaller than the number of towers (a tower would be empty).
+    """
+    for value, what in ((batch_size, "batch size"), (num_towers, "num_towers")):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{what} must be a whole number >= 1, got {value!r}.")
+    if batch_size < num_towers:
+        raise ValueError(
+            f"a batch of {batch_size} cannot feed {num_towers} towers: at least one would get "
+            f"no examples (and a NaN loss); use a batch of at least {num_towers}."
+        )
+    if weighted:
+        return [len(part) for part in np.array_split(np.arange(batch_size), num_towers)]
+    if batch_size % num_towers:
+        lower = batch_size - batch_size % num_towers
+        upper = lower + num_towers
+        raise ValueError(
+            f"a batch of {batch_size} does not split evenly into {num_towers} towers; use "
+            f"{lower} or {upper} (multiples of {num_towers}), or split_batch(..., weighted=True) "
+            "for unequal shards averaged by size."
+        )
+    return [batch_size // num_towers] * num_towers
+
+
+def split_batch(x, y, num_towers: int, *, weighted: bool = False):
+    """Split a batch into one shard per tower.
+
+    Args:
+        x, y: examples and labels (NumPy arrays or tensors with a known batch size).
+        num_towers: how many shards.
+        weighted: allow unequal shards; the weights then say how much each
+            tower's gradients count (its share of the batch).
+
+    Returns:
+        ``(xs, ys, weights)``: lists of shards and one weight per tower, summing to 1.
+
+    Raises:
+        ValueError: as :func:`shard_sizes`; ``x`` and ``y`` of different lengths.
+    """
+    import tensorflow as tf
+
+    size = _batch_size(x)
+    if _batch_size(y) != size:
+        raise ValueError(
+            f"x has {size} examples but y has {_batch_size(y)}; pass matching batches."
+        )
+    sizes = shard_sizes(size, num_towers, weighted=weighted)
+    weights = [s / size for s in sizes]
+    return tf.split(x, sizes), tf.split(y, sizes), weights
+
+
+def _check_devices(devices) -> list[str]:
+    if isinstance(devices, str) or not devices:
+        raise ValueError(
+            f"devices must be a non-empty list of device names, got {devices!r}; pass what "
+            "devices.setup(n).devices returned."
+        )
+    return list(devices)
+
+
+def _float_state(model):
+    """Non-trainable float variables (batch-norm moving statistics) of a model."""
+    return [v for v in model.non_trainable_variables if "float" in str(v.dtype)]
+
+
+def tower_gradients(model, loss_fn, x, y, devices, *, weighted: bool = False):
+    """Each tower's gradients and loss, computed on its own device.
+
+    Tower ``i`` runs under ``tf.device(devices[i])`` and ``tf.name_scope("tower_i")``,
+    so its forward and backward ops are placed there. Models with batch
+    normalisation are called statelessly, so no tower changes the moving
+    statistics; the new statistics are returned instead (see :func:`make_tower_train_step`).
+
+    Args:
+        model: a built Keras model (shared by all towers).
+        loss_fn: ``loss_fn(labels, logits)`` returning the shard's mean loss.
+        x, y: the global batch.
+        devices: one device name per tower.
+        weighted: allow unequal shards (see :func:`split_batch`).
+
+    Returns:
+        ``(tower_grads, tower_losses, weights, tower_states)``: per tower, the list of
+        gradients in ``model.trainable_variables`` order, the loss, its weight, and the new
+        values of the batch-norm statistics (empty lists for models without them).
+    """
+    import tensorflow as tf
+
+    devices = _check_devices(devices)
+    xs, ys, weights = split_batch(x, y, len(devices), weighted=weighted)
+    stateful = bool(_float_state(model))
+    tower_grads, tower_losses, tower_states = [], [], []
+    for i, (device, xi, yi) in enumerate(zip(devices, xs, ys)):
+        with tf.device(device), tf.name_scope(f"tower_{i}"):
+            with tf.GradientTape() as tape:
+                if stateful:
+                    logits, state = model.stateless_call(
+                        [v.value for v in model.trainable_variables],
+                        [v.value for v in model.non_trainable_variables],
+                        xi,
+                        training=True,
+                    )
+                else:
+                    logits, state = model(xi, training=True), []
+                loss = loss_fn(yi, logits)
+            tower_grads.append(tape.gradient(loss, model.trainable_variables))
+        tower_losses.append(loss)
+        tower_states.append(list(state))
+    return tower_grads, tower_losses, weights, tower_states
+
+
+def variable_device(devices, where: str = "cpu") -> str:
+    """The device that holds the variables: ``"cpu"`` or ``"device0"`` (the first device).
+
+    Raises:
+        ValueError: unknown choice.
+    """
+    devices = _check_devices(devices)
+    if where not in WHERE_VARIABLES:
+        raise ValueError(f"where_variables must be one of {WHERE_VARIABLES}, got {where!r}.")
+    return "/device:CPU:0" if where == "cpu" else devices[0]
+
+
+@contextlib.contextmanager
+def variables_on(devices, where: str = "cpu"):
+    """Context manager: build the model inside it to put its variables on the CPU or device 0."""
+    import tensorflow as tf
+
+    with tf.device(variable_device(devices, where)):
+        yield
+
+
+def _same_device(a: str, b: str) -> bool:
+    import tensorflow as tf
+
+    spec_a, spec_b = tf.DeviceSpec.from_string(a), tf.DeviceSpec.from_string(b)
+    return (spec_a.device_type, spec_a.device_index) == (spec_b.device_type, spec_b.device_index)
+
+
+def make_tower_train_step(
+    model, optimizer, devices, *, where_variables: str = "cpu", loss_fn=None, weighted: bool = False
+):
+    """A ``tf.function`` that trains ``model`` on one global batch with one tower per device.
+
+    The step splits the batch, runs :func:`tower_gradients`, averages the gradients
+    (by shard size) and the batch-norm statistics on the variables' device, and
+    applies the gradients once.
+
+    Args:
+        model: a built Keras model whose variables live where ``where_variables`` says
+            (build it inside :func:`variables_on`).
+        optimizer: a Keras optimizer; its slots are made on the variables' device.
+        devices: one device name per tower.
+        where_variables: ``"cpu"`` or ``"device0"``.
+        loss_fn: ``loss_fn(labels, logits)``; default: sparse cross-entropy from logits.
+        weighted: allow batches that do not divide evenly.
+
+    Returns:
+        ``step(x, y) -> mean loss``.
+
+    Raises:
+        ValueError: bad devices or ``where_variables``, or model variables that live elsewhere.
+    """
+    import keras
+    import tensorflow as tf
+
+    devices = _check_devices(devices)
+    home = variable_device(devices, where_variables)
+    stray = [v.path for v in model.variables if not _same_device(v.value.device, home)]
+    if stray:
+        raise ValueError(
+            f"where_variables={where_variables!r} wants the variables on {home}, but "
+            f"{len(stray)} live elsewhere (e.g. {stray[0]}); build the model inside "
+            f"`with towers.variables_on(devices, {where_variables!r}):`."
+        )
+    loss_fn = loss_fn or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.device(home):
+        optimizer.build(model.trainable_variables)
+    state_vars = model.non_trainable_variables
+
+    @tf.function
+    def step(x, y):
+        tower_grads, losses, weights, states = tower_gradients(
+            model, loss_fn, x, y, devices, weighted=weighted
+        )
+        with tf.device(home), tf.name_scope("average"):
+            grads = _gradients.average_gradients(tower_grads, weights)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            for k, var in enumerate(state_vars):
+                values = [s[k] for s in states] if states[0] else []
+                if values and "float" in str(var.dtype):
+                    var.assign(tf.add_n([w * v for w, v in zip(weights, values)]))
+                elif values:
+                    var.assign(values[0])
+            return tf.add_n([w * loss for w, loss in zip(weights, losses)])
+
+    return step
+
+
+def make_parallel(fn, devices, **inputs):
+    """Run ``fn`` on every device, each on a slice of the inputs; concatenate the results.
+
+    The fourth seed's helper: every keyword input is split along its first axis
+    into one piece per device, ``fn(**pieces)`` runs under that device (and a
+    ``tower_i`` name scope), and the outputs are joined along the first axis. Use it
+    for functions whose output has one row per example (per-example losses,
+    predictions); shared variables come from ``fn``'s closure.
+
+    Args:
+        fn: a function of keyword tensors returning a tensor with one row per example.
+        devices: one device name per piece.
+        **inputs: tensors with the same batch size, divisible by the number of devices.
+
+    Returns:
+        The concatenated output.
+
+    Raises:
+        ValueError: no inputs, inputs of different batch sizes, or a batch that does not divide.
+    """
+    import tensorflow as tf
+
+    devices = _check_devices(devices)
+    if not inputs:
+        raise ValueError("make_parallel needs at least one keyword input to split, e.g. x=images.")
+    sizes = {name: _batch_size(value) for name, value in inputs.items()}
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"inputs have different batch sizes {sizes}; they must match.")
+    pieces = shard_sizes(next(iter(sizes.values())), len(devices))
+    split = {name: tf.split(value, pieces) for name, value in inputs.items()}
+    outputs = []
+    for i, device in enumerate(devices):
+        with tf.device(device), tf.name_scope(f"tower_{i}"):
+            outputs.append(fn(**{name: parts[i] for name, parts in split.items()}))
+    return tf.concat(outputs, axis=0)
