@@ -2,7 +2,7 @@
 #   make lab    create .venv if missing, install, open JupyterLab on the lessons
 #   make test   create .venv if missing, install, lint, run unit tests and nbval over the notebooks
 # Others: make notebooks (re-execute lessons and solutions in place), make exercises,
-#         make timings (seconds per notebook), make clean.
+#         make timings (seconds per notebook), make bench (towers vs MirroredStrategy), make clean.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -26,7 +26,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 STAMP := $(VENV)/.dpkit-$(TF_BUILD)
 
-.PHONY: lab test env lint unit nbval notebooks exercises timings clean
+.PHONY: lab test env lint unit notebooks exercises timings bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "dpkit needs Python 3.10 or newer; run: make PYTHON=python3.11 ...")'
@@ -44,8 +44,8 @@ lab: $(STAMP)
 		$(if $(filter 0,$(shell id -u)),--allow-root) lessons/00_setup_and_devices.ipynb
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check dpkit tests tools lessons solutions exercises
-	$(VENV)/bin/ruff format --check dpkit tests tools lessons solutions exercises
+	$(VENV)/bin/ruff check dpkit tests tools benchmarks lessons solutions exercises
+	$(VENV)/bin/ruff format --check dpkit tests tools benchmarks lessons solutions exercises
 
 unit: $(STAMP)
 	$(PY) -m pytest tests -p no:cacheprovider
@@ -66,6 +66,9 @@ exercises: $(STAMP)
 
 timings: $(STAMP)
 	$(PY) tools/run_notebooks.py --timings lessons/*.ipynb solutions/*.ipynb
+
+bench: $(STAMP)
+	$(PY) benchmarks/towers_vs_mirrored.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -79,6 +79,8 @@ def _mean_of(grads, fractions, position: int, var_name: str):
             f"gradient {position} ({var_name}) has different shapes in different towers "
             f"({sorted(shapes)}); the towers must share one set of variables."
         )
+    if len(set(fractions)) == 1:  # equal shards: sum first, scale once
+        return tf.add_n(dense) * fractions[0]
     return tf.add_n([g * f for g, f in zip(dense, fractions)])
 
 
