@@ -53,23 +53,27 @@ def _build(name: str, args):
     def build():
         return models.build(args.model, input_shape=shape)
 
+    def plain_step(model, device):
+        """The ordinary one-device training step on the whole batch."""
+        optimizer = keras.optimizers.SGD(0.01)
+
+        @tf.function
+        def step():
+            with tf.device(device):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x, training=True))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        return step
+
     # The same warm-up in every child: a few single-device steps of a throwaway model.
     # A fresh process ran the MirroredStrategy loop up to 1.5x slower than one that had
     # trained any model before (measured, cause not pinned down), so every contender
     # starts from that same warmed-up state.
     with tf.device(devs[0]):
-        warm = build()
-    warm_optimizer = keras.optimizers.SGD(0.01)
-
-    @tf.function
-    def warm_step():
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, warm(x, training=True))
-        warm_optimizer.apply_gradients(
-            zip(tape.gradient(loss, warm.trainable_variables), warm.trainable_variables)
-        )
-        return loss
-
+        warm_step = plain_step(build(), devs[0])
     for _ in range(5):
         float(warm_step())
 
@@ -86,18 +90,7 @@ def _build(name: str, args):
     if name == "single device":
         with tf.device(devs[0]):
             model = build()
-        optimizer = keras.optimizers.SGD(0.01)
-
-        @tf.function
-        def single_step():
-            with tf.device(devs[0]):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y, model(x, training=True))
-                grads = tape.gradient(loss, model.trainable_variables)
-                optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        return timed(single_step)
+        return timed(plain_step(model, devs[0]))
 
     if name == "dpkit towers":
         with towers.variables_on(devs, "cpu"):
