@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import socket
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,10 @@ KERAS_DATASETS = {
     ),
 }
 NAMES = ("digits", *KERAS_DATASETS)
+
+#: A network that drops packets would otherwise hang a download for hours. This bounds
+#: each blocking read, not the whole download, so a slow but live connection still works.
+DOWNLOAD_SOCKET_TIMEOUT_SECONDS = 30
 
 
 class DatasetUnavailableError(RuntimeError):
@@ -158,6 +163,8 @@ def _from_keras(name: str, download: bool) -> Arrays:
     import keras
 
     loader = getattr(keras.datasets, module).load_data
+    previous_timeout = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(DOWNLOAD_SOCKET_TIMEOUT_SECONDS)
     try:
         (x_train, y_train), (x_test, y_test) = loader()
     except Exception as err:  # the Keras loaders raise plain Exception on a failed fetch
@@ -166,6 +173,8 @@ def _from_keras(name: str, download: bool) -> Arrays:
             f"({type(err).__name__}: {err}). Download it from {url} on a machine with internet "
             "access and copy it to that path, or use the offline set: data.load('digits')."
         ) from err
+    finally:
+        socket.setdefaulttimeout(previous_timeout)
 
     def prepare(x):
         x = np.asarray(x, np.float32) / 255.0

@@ -105,14 +105,21 @@ def test_uncached_keras_dataset_without_download_says_what_to_do(tmp_path, monke
 
 
 def test_failed_download_says_what_to_do(tmp_path, monkeypatch):
+    import socket
+
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    seen = {}
 
     def offline():  # what keras.utils.get_file raises when the fetch fails
+        seen["timeout"] = socket.getdefaulttimeout()
         raise Exception("URL fetch failure on https://...: None -- [Errno -3] name resolution")
 
     monkeypatch.setattr(keras.datasets.cifar10, "load_data", offline)
+    before = socket.getdefaulttimeout()
     with pytest.raises(data.DatasetUnavailableError, match="could not be downloaded.*'digits'"):
         data.load("cifar10")
+    assert seen["timeout"] == data.DOWNLOAD_SOCKET_TIMEOUT_SECONDS  # a dropped network cannot hang
+    assert socket.getdefaulttimeout() == before  # and the process's setting is restored
 
 
 @pytest.mark.parametrize(
