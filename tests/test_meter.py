@@ -1,0 +1,88 @@
+"""dpkit.meter against steps of known duration, and its own cost."""
+
+import time
+
+import pytest
+
+from dpkit import meter
+
+
+def busy_step(seconds):
+    """A step of known duration: spin on the clock (sleep overshoots by a scheduler tick)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_meter_measures_a_step_of_known_duration_within_2_percent():
+    step_seconds, batch = 0.02, 64
+    m = meter.ThroughputMeter(batch, warmup_steps=2, window_steps=5)
+    m.start()
+    busy_step(0.2)  # a slow first step, as tracing makes it: must be dropped
+    m.tick()
+    for _ in range(1 + 4 * 5):
+        busy_step(step_seconds)
+        m.tick()
+    summary = m.summary()
+    assert len(summary.windows) == 4
+    assert summary.sec_per_step == pytest.approx(step_seconds, rel=0.02)
+    assert summary.examples_per_sec == pytest.approx(batch / step_seconds, rel=0.02)
+
+
+def test_windows_use_a_fake_clock_exactly():
+    times = iter([0.0, 5.0, 6.0, 7.0, 9.0, 11.0, 12.0, 13.0])  # start, then one tick per step
+    m = meter.ThroughputMeter(10, warmup_steps=1, window_steps=3, clock=lambda: next(times))
+    m.start()
+    finished = [m.tick() for _ in range(7)]
+    # Warm-up: 0 -> 5. Window 0: steps ending at 6, 7, 9 (4 s). Window 1: 11, 12, 13 (4 s).
+    assert [w is not None for w in finished] == [False, False, False, True, False, False, True]
+    assert [w.seconds for w in m.summary().windows] == [4.0, 4.0]
+    assert m.summary().examples_per_sec == pytest.approx(30 / 4.0)
+    assert m.summary().spread == 0.0
+
+
+def test_per_step_examples_override_the_batch_size():
+    times = iter([0.0, 1.0, 2.0])
+    m = meter.ThroughputMeter(10, warmup_steps=0, window_steps=2, clock=lambda: next(times))
+    m.start()
+    m.tick(examples=4)
+    window = m.tick(examples=6)
+    assert window.examples == 10 and window.examples_per_sec == pytest.approx(5.0)
+
+
+def test_overhead_is_under_one_percent_of_a_step():
+    step_seconds, n = 0.005, 2000
+    m = meter.ThroughputMeter(32, warmup_steps=0, window_steps=50)
+    m.start()
+    start = time.perf_counter()
+    for _ in range(n):
+        m.tick()
+    per_tick = (time.perf_counter() - start) / n
+    assert per_tick < 0.01 * step_seconds, f"{per_tick * 1e6:.1f} us per tick"
+
+
+def test_summary_before_any_window_says_what_to_do():
+    m = meter.ThroughputMeter(8, warmup_steps=3, window_steps=10)
+    m.start()
+    m.tick()
+    with pytest.raises(RuntimeError, match="no measurement window finished yet"):
+        _ = m.summary().examples_per_sec
+
+
+def test_tick_before_start_says_what_to_do():
+    with pytest.raises(RuntimeError, match=r"call meter.start\(\)"):
+        meter.ThroughputMeter(8).tick()
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"global_batch_size": 0}, "global_batch_size"),
+        ({"global_batch_size": 8, "warmup_steps": -1}, "warmup_steps"),
+        ({"global_batch_size": 8, "window_steps": 0}, "window_steps"),
+        ({"global_batch_size": 8.5}, "whole number"),
+    ],
+)
+def test_bad_arguments(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        meter.ThroughputMeter(**kwargs)
