@@ -1,0 +1,98 @@
+"""`make lab` serves JupyterLab on 127.0.0.1 only, behind a token (the Makefile's own command)."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _lab_command(port: int) -> str:
+    """The command `make lab` would run, without running make's install step."""
+    out = subprocess.run(
+        ["make", "-n", "-s", "lab", f"PORT={port}", f"PY={sys.executable}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    ).stdout
+    joined = out.replace("\\\n", " ")
+    lines = [line for line in joined.splitlines() if "jupyter lab" in line and "echo" not in line]
+    assert len(lines) == 1, out
+    return lines[0].strip()
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def _non_loopback_address():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks a route
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_make_lab_listens_on_loopback_with_a_token(tmp_path):
+    port = _free_port()
+    command = _lab_command(port)
+    assert "--ip=127.0.0.1" in command
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "BROWSER": "true"}
+    with open(tmp_path / "lab.log", "w+") as log:
+        proc = subprocess.Popen(
+            command,
+            shell=True,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 90
+            token = None
+            while time.monotonic() < deadline and token is None:
+                assert proc.poll() is None, (tmp_path / "lab.log").read_text()[-2000:]
+                match = re.search(r"token=([0-9a-f]{16,})", (tmp_path / "lab.log").read_text())
+                token = match and match.group(1)
+                time.sleep(0.5)
+            assert token, "JupyterLab printed no token within 90 s"
+            while _status(f"{base}/api/status?token={token}") != 200:
+                assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
+                time.sleep(0.5)
+            assert _status(f"{base}/api/contents") == 403  # no token, no access
+            address = _non_loopback_address()
+            if address:  # listening on loopback only: the machine's own address is refused
+                with pytest.raises(OSError):
+                    socket.create_connection((address, port), timeout=3).close()
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        assert proc.poll() is not None
