@@ -105,9 +105,14 @@ def _check_devices(devices) -> list[str]:
     return list(devices)
 
 
+def _is_float(var) -> bool:
+    """Float state (batch-norm statistics) is averaged; integer state (RNG seeds) is not."""
+    return "float" in str(var.dtype)
+
+
 def _float_state(model):
     """Non-trainable float variables (batch-norm moving statistics) of a model."""
-    return [v for v in model.non_trainable_variables if "float" in str(v.dtype)]
+    return [v for v in model.non_trainable_variables if _is_float(v)]
 
 
 def tower_gradients(model, loss_fn, x, y, devices, *, weighted: bool = False):
@@ -234,7 +239,7 @@ def make_tower_train_step(
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
             for k, var in enumerate(state_vars):
                 values = [s[k] for s in states] if states[0] else []
-                if values and "float" in str(var.dtype):
+                if values and _is_float(var):
                     var.assign(tf.add_n([w * v for w, v in zip(weights, values)]))
                 elif values:
                     var.assign(values[0])

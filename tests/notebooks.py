@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
 import make_exercises  # noqa: E402, F401  (re-exported for the tests)
-import nbio  # noqa: E402
+import nbio  # noqa: E402, F401  (re-exported for the tests)
+import run_notebooks  # noqa: E402
 
 LESSONS = sorted((ROOT / "lessons").glob("*.ipynb"))
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -18,17 +19,7 @@ EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
 
 def execute(path: Path, *, allow_errors: bool = False, timeout: int = 300):
     """Run a notebook top to bottom in a fresh kernel of this environment; return it."""
-    from nbclient import NotebookClient
-
-    nb = nbio.read(path)
-    NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        allow_errors=allow_errors,
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
-    return nb
+    return run_notebooks.execute(path, timeout=timeout, allow_errors=allow_errors)[0]
 
 
 def errors(cell) -> list[str]:
