@@ -10,6 +10,8 @@ import os
 # Kernels started by nbval inherit these: quiet TensorFlow, reproducible CPU maths.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+# Nobody watches these kernels: dpkit.widgets prints text instead of widgets.
+os.environ.setdefault("DPKIT_WIDGETS", "text")
 
 
 def _drop_stderr(outputs):

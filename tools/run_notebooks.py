@@ -35,6 +35,7 @@ def execute(path: Path, timeout: int = 600, allow_errors: bool = False) -> tuple
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    os.environ.setdefault("DPKIT_WIDGETS", "text")  # stored outputs: text, readable anywhere
     nb = nbio.read(path)
     client = NotebookClient(
         nb,

@@ -1,0 +1,388 @@
+"""Notebook controls for throughput sweeps: pick devices, press Run, watch it scale.
+
+Introduced in lesson 04. Two entry points, both built on :class:`dpkit.bench.Sweep`:
+
+* :func:`live_sweep` runs a sweep inside the cell and shows it live: a progress bar,
+  a status line, the throughput plot redrawn as each measurement window arrives, and
+  the results table. Stop it with the kernel's interrupt button (the child is killed).
+* :class:`SweepPanel` is a playground: a device-count picker, model, strategy, batch and
+  scaling controls, a Run button and a Stop button that kills the running child. The
+  sweep runs in a background thread, so the notebook stays usable while it runs.
+
+ipywidgets is imported only when a widget is made. Where no widget frontend is present
+(nbval, papermill, a terminal), both fall back to text: :func:`live_sweep` prints its
+progress and the table, :class:`SweepPanel` prints what it would run. The environment
+variable ``DPKIT_WIDGETS`` chooses: ``text`` forces text, ``widgets`` forces widgets,
+unset means widgets inside a Jupyter kernel with ipywidgets installed.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import os
+import threading
+import time
+
+from dpkit import bench
+
+#: Models, strategies and device counts the panel offers.
+PANEL_MODELS = ("lenet5", "mnist_mlp", "cifar10_cnn")
+PANEL_STRATEGIES = ("towers", "mirrored")
+PANEL_DEVICE_COUNTS = (1, 2, 4, 8)
+
+
+def frontend() -> bool:
+    """Whether widgets will be seen: inside a Jupyter kernel, ipywidgets installed.
+
+    ``DPKIT_WIDGETS=text`` or ``=widgets`` overrides the guess (the test runners and
+    ``tools/run_notebooks.py`` set ``text``: nobody watches their kernels).
+    """
+    choice = os.environ.get("DPKIT_WIDGETS", "").strip().lower()
+    if choice in ("text", "0", "off", "no"):
+        return False
+    if choice in ("widgets", "1", "on", "yes"):
+        return True
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _ipywidgets():
+    try:
+        import ipywidgets
+    except ImportError as err:
+        raise ImportError(
+            "dpkit.widgets needs ipywidgets: pip install 'dpkit[lab]' (or set "
+            "DPKIT_WIDGETS=text for the text version)."
+        ) from err
+    return ipywidgets
+
+
+def _display(obj) -> None:
+    from IPython.display import display
+
+    display(obj)
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    return buf.getvalue()
+
+
+def _table_html(report: bench.Report) -> str:
+    head = ["devices", "global batch", "examples/sec", "spread", "speed-up", "efficiency", "MFU"]
+    cells = "".join(f"<th>{h}</th>" for h in head)
+    rows = [f"<tr>{cells}</tr>"]
+    for row in report.rows():
+        if row["status"] != "ok":
+            values = [row["devices"], row["global_batch"], html.escape(row["status"])]
+            values += [""] * 4
+        else:
+            values = [
+                row["devices"],
+                row["global_batch"],
+                f"{row['examples_per_sec']:,.0f}",
+                f"{row['spread']:.0%}",
+                f"{row['speedup']:.2f}x",
+                f"{row['efficiency']:.0%}",
+                f"{row['mfu']:.1%}" if row["mfu"] is not None else "n/a",
+            ]
+        rows.append("<tr>" + "".join(f"<td>{v}</td>" for v in values) + "</tr>")
+    return "<table class='dpkit-results'>" + "".join(rows) + "</table>"
+
+
+class LiveView:
+    """Progress bar, status line, throughput plot and results table for one sweep.
+
+    Feed it every :class:`dpkit.bench.Event` with :meth:`update`. The plot is redrawn at
+    most every ``redraw_seconds`` while windows arrive, and always when a run ends.
+    """
+
+    def __init__(self, redraw_seconds: float = 0.5):
+        from matplotlib.figure import Figure
+
+        w = _ipywidgets()
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="progress")
+        self.status = w.HTML(value="ready")
+        self.image = w.Image(format="png", layout=w.Layout(width="810px"))
+        self.table = w.HTML(value="")
+        self.box = w.VBox([w.HBox([self.progress, self.status]), self.image, self.table])
+        self._figure = Figure(figsize=(9, 3.4))
+        self._redraw_seconds = redraw_seconds
+        self._last_draw = 0.0
+        self._live: dict[int, list[float]] = {}
+        self._done_steps = 0
+        self.draws = 0
+
+    def begin(self, sweep: bench.Sweep) -> None:
+        self.sweep = sweep
+        self._live, self._done_steps = {}, 0
+        self.progress.max = sum(c.steps for c in sweep.configs)
+        self.progress.value = 0
+        self.progress.bar_style = ""
+        self.table.value = ""
+        self.status.value = f"starting: {len(sweep.configs)} run(s)"
+        self._draw()
+
+    def _draw(self) -> None:
+        self.sweep.report.plot(self._figure, live=self._live)
+        self.image.value = _png(self._figure)
+        self._last_draw = time.perf_counter()
+        self.draws += 1
+
+    def update(self, event: bench.Event) -> None:
+        self.status.value = html.escape(bench.describe_event(event))
+        n = event.config.devices
+        if event.kind == "window":
+            self._live.setdefault(n, []).append(event.data["examples_per_sec"])
+            self.progress.value = self._done_steps + event.data["step"]
+            if time.perf_counter() - self._last_draw >= self._redraw_seconds:
+                self._draw()
+        elif event.kind == "result":
+            self._live.pop(n, None)
+            self._done_steps += event.config.steps
+            self.progress.value = self._done_steps
+            if not event.result.ok:
+                self.progress.bar_style = "warning"
+            self.table.value = _table_html(self.sweep.report)
+            self._draw()
+
+    def end(self, stopped: bool = False) -> None:
+        results = self.sweep.report.results
+        failed = [r for r in results if not r.ok]
+        if stopped:
+            self.status.value = "stopped: the running child was killed"
+            self.progress.bar_style = "warning"
+        elif failed:
+            self.status.value = f"finished with {len(failed)} failed run(s); see the table"
+            self.progress.bar_style = "danger"
+        else:
+            self.status.value = f"finished: {len(results)} run(s)"
+            self.progress.bar_style = "success"
+
+
+def live_sweep(device_counts=(1, 2, 4), **kwargs) -> bench.Report:
+    """Run a sweep in this cell, showing it live; return its :class:`dpkit.bench.Report`.
+
+    Takes the arguments of :class:`dpkit.bench.Sweep`. Interrupt the kernel to stop
+    it: the running child is killed and the results so far are returned.
+    """
+    sweep = bench.Sweep(device_counts, **kwargs)  # bad input fails here, before any child
+    if not frontend():
+        return _text_sweep(sweep)
+    view = LiveView()
+    _display(view.box)
+    view.begin(sweep)
+    stopped = False
+    try:
+        for event in sweep.events():
+            view.update(event)
+    except KeyboardInterrupt:
+        stopped = True
+    view.end(stopped)
+    return sweep.report
+
+
+def _text_sweep(sweep: bench.Sweep) -> bench.Report:
+    try:
+        for event in sweep.events():
+            if event.kind != "ready":
+                print(bench.describe_event(event), flush=True)
+    except KeyboardInterrupt:
+        print("interrupted: the running child was killed.")
+    print()
+    print(sweep.report.table())
+    if sweep.report.results and _in_ipython():
+        from IPython.display import Image
+
+        _display(Image(data=_png(sweep.report.plot())))
+    return sweep.report
+
+
+def _in_ipython() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
+
+
+class SweepPanel:
+    """Controls to run a scaling sweep from the notebook, and a live view of it.
+
+    Example::
+
+        panel = widgets.SweepPanel()
+        panel.show()          # pick devices, model, ...; press Run; Stop kills the child
+
+    Args:
+        max_devices: the picker's starting value; the sweep runs 1, 2, 4, ... up to it.
+        model, strategy, batch, scaling: the other controls' starting values.
+        **config: further :class:`dpkit.bench.Config` fields (``windows``, ``timeout``, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_devices: int = 4,
+        model: str = "lenet5",
+        strategy: str = "towers",
+        batch: int = 256,
+        scaling: str = "strong",
+        **config,
+    ):
+        if max_devices not in PANEL_DEVICE_COUNTS:
+            raise ValueError(
+                f"max_devices must be one of {PANEL_DEVICE_COUNTS}, got {max_devices!r}."
+            )
+        if model not in PANEL_MODELS:
+            raise ValueError(f"model must be one of {PANEL_MODELS}, got {model!r}.")
+        if strategy not in PANEL_STRATEGIES:
+            raise ValueError(f"strategy must be one of {PANEL_STRATEGIES}, got {strategy!r}.")
+        self._config = config
+        self._settings = {
+            "max_devices": max_devices,
+            "model": model,
+            "strategy": strategy,
+            "batch": batch,
+            "scaling": scaling,
+        }
+        self._make_sweep(**self._settings)  # check the starting values now
+        self.sweep: bench.Sweep | None = None
+        self.thread: threading.Thread | None = None
+        self.widget = None
+
+    def _make_sweep(self, max_devices, model, strategy, batch, scaling) -> bench.Sweep:
+        return bench.Sweep(
+            bench.powers_of_two(max_devices),
+            scaling=scaling,
+            model=model,
+            strategy=strategy,
+            batch=batch,
+            **self._config,
+        )
+
+    def _build(self):
+        w = _ipywidgets()
+        s = self._settings
+        self.devices = w.ToggleButtons(
+            options=list(PANEL_DEVICE_COUNTS),
+            value=s["max_devices"],
+            description="devices up to",
+            style={"button_width": "48px", "description_width": "initial"},
+        )
+        self.model = w.Dropdown(options=list(PANEL_MODELS), value=s["model"], description="model")
+        self.strategy = w.Dropdown(
+            options=list(PANEL_STRATEGIES), value=s["strategy"], description="strategy"
+        )
+        self.batch = w.BoundedIntText(value=s["batch"], min=1, max=65536, description="batch")
+        self.scaling = w.ToggleButtons(
+            options=[("strong (global batch)", "strong"), ("weak (per device)", "weak")],
+            value=s["scaling"],
+            description="scaling",
+        )
+        self.run_button = w.Button(description="Run", button_style="primary", icon="play")
+        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop")
+        self.stop_button.disabled = True
+        self.view = LiveView()
+        self.run_button.on_click(lambda _: self.run())
+        self.stop_button.on_click(lambda _: self.stop())
+        controls = w.VBox(
+            [
+                self.devices,
+                w.HBox([self.model, self.strategy]),
+                w.HBox([self.batch, self.scaling]),
+                w.HBox([self.run_button, self.stop_button]),
+            ]
+        )
+        self.widget = w.VBox([controls, self.view.box])
+
+    def settings(self) -> dict:
+        """The controls' current values (the starting values in text mode)."""
+        if self.widget is None:
+            return dict(self._settings)
+        return {
+            "max_devices": self.devices.value,
+            "model": self.model.value,
+            "strategy": self.strategy.value,
+            "batch": self.batch.value,
+            "scaling": self.scaling.value,
+        }
+
+    def command(self) -> str:
+        """The same sweep on the command line."""
+        s = self.settings()
+        weak = " --weak" if s["scaling"] == "weak" else ""
+        return (
+            f"python -m dpkit bench --up-to {s['max_devices']} --model {s['model']} "
+            f"--strategy {s['strategy']} --batch {s['batch']}{weak}"
+        )
+
+    def show(self) -> None:
+        """Display the panel; in text mode print what it would run instead."""
+        if not frontend():
+            print(
+                "No widget frontend here (nbval, papermill or a terminal), so the panel is "
+                "not shown. Open the notebook in JupyterLab to use it, or run the same sweep "
+                f"from a terminal:\n  {self.command()}"
+            )
+            return
+        if self.widget is None:
+            self._build()
+        _display(self.widget)
+
+    def run(self) -> None:
+        """Start a sweep with the controls' values in a background thread."""
+        if self.thread is not None and self.thread.is_alive():
+            return
+        if self.widget is None:
+            self._build()
+        try:
+            sweep = self._make_sweep(**self.settings())
+        except ValueError as err:
+            self.view.status.value = f"<b>cannot run:</b> {html.escape(str(err))}"
+            return
+        self.sweep = sweep
+        self.run_button.disabled = True
+        self.stop_button.disabled = False
+        self.view.begin(sweep)
+        self.thread = threading.Thread(target=self._work, args=(sweep,), daemon=True)
+        self.thread.start()
+
+    def _work(self, sweep: bench.Sweep) -> None:
+        try:
+            for event in sweep.events():
+                self.view.update(event)
+            self.view.end(sweep.stopped)
+        except Exception as err:  # show it: a thread's traceback would go unseen
+            self.view.status.value = f"<b>error:</b> {html.escape(repr(err))}"
+            self.view.progress.bar_style = "danger"
+        finally:
+            self.run_button.disabled = False
+            self.stop_button.disabled = True
+
+    def stop(self) -> None:
+        """Kill the running child; the sweep starts no further runs."""
+        if self.sweep is not None:
+            self.sweep.stop()
+
+    def wait(self, timeout: float | None = None) -> bench.Report | None:
+        """Block until the running sweep ends; return its report."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+        return self.sweep.report if self.sweep is not None else None
+
+    @property
+    def report(self) -> bench.Report | None:
+        return self.sweep.report if self.sweep is not None else None
