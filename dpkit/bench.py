@@ -26,6 +26,7 @@ Scaling, from the results of a sweep (:class:`Report`):
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import json
 import math
@@ -369,9 +370,9 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
     result.pid = child.proc.pid
     if on_child is not None:
         on_child(child)
-    yield Event("start", index, total, config, {"pid": child.proc.pid})
     status = None
     try:
+        yield Event("start", index, total, config, {"pid": child.proc.pid})
         while status is None:
             if stop.is_set():
                 status = "stopped"
@@ -552,12 +553,14 @@ class Sweep:
         for index, config in enumerate(self.configs):
             if self._stop.is_set():
                 break
-            for event in _events(config, index, total, self._stop, self._set_child, self._argv):
-                if event.kind == "result":
-                    self.report.results.append(event.result)
-                    if event.result.peak_flops_per_sec:
-                        self.report.peak_flops_per_sec = event.result.peak_flops_per_sec
-                yield event
+            run = _events(config, index, total, self._stop, self._set_child, self._argv)
+            with contextlib.closing(run):  # leaving early kills the child now, not at GC
+                for event in run:
+                    if event.kind == "result":
+                        self.report.results.append(event.result)
+                        if event.result.peak_flops_per_sec:
+                            self.report.peak_flops_per_sec = event.result.peak_flops_per_sec
+                    yield event
 
     def _set_child(self, child):
         self._child = child

@@ -13,13 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import procs
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _lab_command(port: int) -> str:
@@ -45,18 +41,8 @@ def _status(url: str) -> int:
         return err.code
 
 
-def _non_loopback_address():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks a route
-            address = s.getsockname()[0]
-        except OSError:
-            return None
-    return None if address.startswith("127.") else address
-
-
 def test_make_lab_listens_on_loopback_with_a_token(tmp_path):
-    port = _free_port()
+    port = procs.free_port()
     command = _lab_command(port)
     assert "--ip=127.0.0.1" in command
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "BROWSER": "true"}
@@ -84,7 +70,7 @@ def test_make_lab_listens_on_loopback_with_a_token(tmp_path):
                 assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
                 time.sleep(0.5)
             assert _status(f"{base}/api/contents") == 403  # no token, no access
-            address = _non_loopback_address()
+            address = procs.non_loopback_address()
             if address:  # listening on loopback only: the machine's own address is refused
                 with pytest.raises(OSError):
                     socket.create_connection((address, port), timeout=3).close()

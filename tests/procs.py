@@ -1,0 +1,63 @@
+"""Process and network facts the tests check: is a PID gone, what is this machine's address."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def non_loopback_address() -> str | None:
+    """This machine's own address on its network interface (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))  # only picks a route
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def gone(pid: int) -> bool:
+    """The process no longer exists (or is a zombie that nobody has reaped yet)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return any(line.split()[1:2] == ["Z"] for line in status if line.startswith("State"))
+    except OSError:
+        return True
+
+
+def _pgid(pid: str):
+    try:
+        return os.getpgid(int(pid))
+    except OSError:
+        return None
+
+
+def group_gone(pgid: int) -> bool:
+    """No live process is left in the process group."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return all(gone(int(p)) for p in os.listdir("/proc") if p.isdigit() and _pgid(p) == pgid)
+
+
+def wait_gone(pid: int, timeout: float, *, group: bool = False) -> bool:
+    """Poll until the process (and its group) is gone; return whether it went."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if gone(pid) and (not group or group_gone(pid)):
+            return True
+        time.sleep(0.1)
+    return gone(pid) and (not group or group_gone(pid))

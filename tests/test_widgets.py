@@ -1,0 +1,129 @@
+"""dpkit.widgets in a kernel driven the way JupyterLab drives it, and its text fallback."""
+
+import re
+
+import pytest
+
+from dpkit import bench, widgets
+from tests import procs
+from tests.kernel_driver import Frontend
+
+TINY = dict(model="mnist_mlp", batch=64, warmup_steps=1, window_steps=2, windows=3, timeout=120)
+
+
+def test_no_frontend_outside_a_kernel(monkeypatch):
+    monkeypatch.delenv("DPKIT_WIDGETS", raising=False)
+    assert widgets.frontend() is False  # pytest is no Jupyter kernel
+    monkeypatch.setenv("DPKIT_WIDGETS", "widgets")
+    assert widgets.frontend() is True
+    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    assert widgets.frontend() is False
+
+
+def test_text_fallback_prints_progress_and_the_table(monkeypatch, capsys):
+    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    report = widgets.live_sweep([1, 2], measure_peak=False, **TINY)
+    out = capsys.readouterr().out
+    assert [r.num_devices for r in report.results] == [1, 2]
+    assert out.count(" window ") == 6  # 3 windows per run, printed as they came
+    table = out.split("\n\n")[-1].splitlines()
+    assert table[0].split()[:2] == ["devices", "global"]
+    assert [line.split()[0] for line in table[1:]] == ["1", "2"]
+
+
+def test_panel_in_text_mode_prints_the_same_sweep_for_a_terminal(monkeypatch, capsys):
+    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    widgets.SweepPanel(max_devices=2, model="mnist_mlp", batch=64, scaling="weak").show()
+    out = capsys.readouterr().out
+    assert "python -m dpkit bench --up-to 2 --model mnist_mlp --strategy towers" in out
+    assert out.rstrip().endswith("--batch 64 --weak")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"max_devices": 3}, "max_devices must be one of"),
+        ({"model": "vgg"}, "model must be one of"),
+        ({"strategy": "single"}, "strategy must be one of"),
+        ({"batch": 255, "max_devices": 2}, "use 254 or 256"),
+    ],
+)
+def test_panel_refuses_bad_starting_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        widgets.SweepPanel(**kwargs)
+
+
+@pytest.fixture
+def frontend():
+    f = Frontend()
+    yield f
+    f.close()
+
+
+def _status_texts(status):
+    return [u["value"] for u in status.updates if "value" in u]
+
+
+def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
+    f = frontend
+    f.execute(
+        "from dpkit import widgets\n"
+        f"panel = widgets.SweepPanel(max_devices=1, **{TINY!r})\n"
+        "panel.show()"
+    )
+    # Rendered: the kernel opened the widget models and displayed the panel.
+    views = [
+        o for o in f.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert len(views) == 1
+    picker = f.find("ToggleButtonsModel", description="devices up to")
+    assert picker.state["_options_labels"] == ["1", "2", "4", "8"]
+    run, stop = f.find("ButtonModel", description="Run"), f.find("ButtonModel", description="Stop")
+    assert stop.state["disabled"] is True
+    status = f.find("HTMLModel", value="ready")
+    progress, image = f.find("IntProgressModel"), f.find("ImageModel")
+
+    # The learner picks 2 devices and presses Run.
+    f.set(picker, index=1)
+    f.click(run)
+    f.wait_for(lambda: status.state["value"].startswith("finished"), 150, "the sweep to finish")
+    texts = _status_texts(status)
+    assert any("[1/2] 1 device(s): window" in t for t in texts)
+    assert any("[2/2] 2 device(s): window" in t for t in texts)
+    values = [u["value"] for u in progress.updates if "value" in u]
+    assert values == sorted(values) and values[-1] == progress.state["max"] == 2 * 7
+    # The plot was redrawn while the sweep ran, not only at the end.
+    assert len([u for u in image.updates if "value" in u]) >= 3
+    assert image.state["value"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert run.state["disabled"] is False and stop.state["disabled"] is True
+    # The children really set up what the picker said.
+    out = f.execute("print([r.num_devices for r in panel.report.results])")
+    assert out[-1]["text"].strip() == "[1, 2]"
+
+    # Run again and press Stop while the first child trains: it is killed.
+    count = len(status.updates)
+    f.click(run)
+    f.wait_for(
+        lambda: any("window" in t for t in _status_texts(status)[count:]), 60, "a first window"
+    )
+    pid = int(re.search(r"pid (\d+)", " ".join(_status_texts(status)[count:])).group(1))
+    f.click(stop)
+    f.wait_for(lambda: status.state["value"].startswith("stopped"), 30, "the sweep to stop")
+    assert procs.wait_gone(pid, 5)
+    out = f.execute("print([r.status for r in panel.report.results])")
+    assert out[-1]["text"].strip() == "['stopped']"
+
+
+def test_live_sweep_updates_in_place_in_a_jupyter_kernel(frontend):
+    f = frontend
+    f.execute(
+        "from dpkit import widgets\n"
+        f"report = widgets.live_sweep([1], measure_peak=False, **{TINY!r})"
+    )
+    status = [m for m in f.models.values() if m.name == "HTMLModel" and "[1/1]" in str(m.updates)]
+    assert len(status) == 1
+    assert status[0].state["value"] == "finished: 1 run(s)"
+    progress = f.find("IntProgressModel")
+    assert progress.state["value"] == progress.state["max"] == 7
+    assert progress.state["bar_style"] == "success"
+    assert bench.live_children() == []
