@@ -938,7 +938,10 @@ def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="dpkit bench child (started by dpkit.bench.run)")
     parser.add_argument("--child", required=True, help="the Config as JSON")
     args = parser.parse_args(argv)
-    return _child_main(Config.from_dict(json.loads(args.child)))
+    code = _child_main(Config.from_dict(json.loads(args.child)))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip TensorFlow's teardown (about a second): everything is reported
 
 
 if __name__ == "__main__":
