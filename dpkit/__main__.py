@@ -46,7 +46,9 @@ def _bench(args: argparse.Namespace) -> int:
         f"{first.window_steps} steps",
         flush=True,
     )
-    stem = args.out or os.path.join("runs", "bench", time.strftime("bench-%Y%m%d-%H%M%S.json"))
+    from dpkit.summaries import runs_root
+
+    stem = args.out or str(runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json"))
     interrupted = False
     try:
         for event in sweep.events():

@@ -189,7 +189,14 @@ def _same_device(a: str, b: str) -> bool:
 
 
 def make_tower_train_step(
-    model, optimizer, devices, *, where_variables: str = "cpu", loss_fn=None, weighted: bool = False
+    model,
+    optimizer,
+    devices,
+    *,
+    where_variables: str = "cpu",
+    loss_fn=None,
+    weighted: bool = False,
+    return_tower_losses: bool = False,
 ):
     """A ``tf.function`` that trains ``model`` on one global batch with one tower per device.
 
@@ -205,9 +212,11 @@ def make_tower_train_step(
         where_variables: ``"cpu"`` or ``"device0"``.
         loss_fn: ``loss_fn(labels, logits)``; default: sparse cross-entropy from logits.
         weighted: allow batches that do not divide evenly.
+        return_tower_losses: also return each tower's loss (lesson 05 logs them).
 
     Returns:
-        ``step(x, y) -> mean loss``.
+        ``step(x, y) -> mean loss``, or ``-> (mean loss, vector of tower losses)`` with
+        ``return_tower_losses``.
 
     Raises:
         ValueError: bad devices or ``where_variables``, or model variables that live elsewhere.
@@ -243,7 +252,8 @@ def make_tower_train_step(
                     var.assign(tf.add_n([w * v for w, v in zip(weights, values)]))
                 elif values:
                     var.assign(values[0])
-            return tf.add_n([w * loss for w, loss in zip(weights, losses)])
+            mean = tf.add_n([w * loss for w, loss in zip(weights, losses)])
+            return (mean, tf.stack(losses)) if return_tower_losses else mean
 
     return step
 

@@ -1,0 +1,303 @@
+"""dpkit.summaries: what is written is what is read back, where the towers' ops run, and
+TensorBoard served on 127.0.0.1 only, reused, replaced and reaped.
+
+References: values written by hand (and statistics worked out by hand) against the values
+TensorBoard's reader and TensorBoard's own HTTP API return; each shard's loss computed by
+the model directly, and towers.make_tower_train_step's update, for the logged tower step.
+"""
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dpkit import summaries
+from tests import childproc, procs
+
+SCALAR_STEPS = [0, 3, 7]
+SCALAR_VALUES = {"train": [0.5, -1.25, 2.0], "test": [1.5, 0.25, -3.0]}
+# Ten values chosen so that 4 buckets over [0, 3] hold 1, 2, 3 and 4 of them, none on an edge
+# the reader could round either way: edges 0, 0.75, 1.5, 2.25, 3.
+HISTOGRAM_VALUES = [0.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 3.0, 3.0, 3.0]
+HISTOGRAM_EDGES = [0.0, 0.75, 1.5, 2.25, 3.0]
+HISTOGRAM_COUNTS = [1, 2, 3, 4]
+
+
+@pytest.fixture(scope="module")
+def known_run(tmp_path_factory):
+    """A run with hand-chosen scalars, a histogram, variable summaries, an image and text."""
+    root = tmp_path_factory.mktemp("runs")
+    run = summaries.open_run("known", "run1", root=root)
+    for name, values in SCALAR_VALUES.items():
+        with run.writer(name).as_default():
+            for step, value in zip(SCALAR_STEPS, values):
+                tf.summary.scalar("loss", value, step=step)
+    with run.train.as_default(step=5):
+        tf.summary.histogram("hand/histogram", HISTOGRAM_VALUES, buckets=4)
+        summaries.variable_summaries(tf.Variable([1.0, 2.0, 3.0, 4.0]), name="weights")
+        image = np.arange(2 * 4 * 3, dtype=np.uint8).reshape(1, 2, 4, 3) * 10
+        tf.summary.image("inputs", image)
+        tf.summary.text("note", "towers: **2**")
+    with run.writer("towers").as_default(step=5):
+        summaries.tower_scalars([1.0, 3.0, 8.0])
+        summaries.tower_scalars([1.0, 3.0], loss=2.5, name="weighted")
+    run.close()
+    return run, summaries.read(run.dir)
+
+
+def test_scalars_read_back_as_written(known_run):
+    _, logs = known_run
+    assert sorted(logs) == ["test", "towers", "train"]
+    for name, values in SCALAR_VALUES.items():
+        steps, read = logs[name].scalar("loss")
+        assert steps.tolist() == SCALAR_STEPS
+        assert read.tolist() == values  # these floats are exact in float32
+
+
+def test_histogram_reads_back_with_hand_counted_buckets(known_run):
+    _, logs = known_run
+    (hist,) = logs["train"].histograms["hand/histogram"]
+    assert hist.step == 5
+    assert hist.counts.tolist() == HISTOGRAM_COUNTS
+    assert np.allclose(hist.edges, HISTOGRAM_EDGES)
+    assert hist.total == len(HISTOGRAM_VALUES)
+    assert np.allclose(hist.quantiles([0.0, 1.0]), [0.0, 3.0])
+
+
+def test_variable_summaries_match_statistics_worked_out_by_hand(known_run):
+    _, logs = known_run
+    train = logs["train"]
+    expected = {"mean": 2.5, "stddev": math.sqrt(1.25), "min": 1.0, "max": 4.0}
+    for stat, value in expected.items():
+        steps, values = train.scalar(f"weights/{stat}")
+        assert steps.tolist() == [5]
+        assert values[0] == pytest.approx(value, rel=1e-6), stat
+    (hist,) = train.histograms["weights/histogram"]
+    assert hist.total == 4 and hist.edges[0] == 1.0 and hist.edges[-1] == 4.0
+
+
+def test_tower_scalars_write_each_tower_and_the_average(known_run):
+    _, logs = known_run
+    towers = logs["towers"]
+    for i, value in enumerate([1.0, 3.0, 8.0]):
+        assert towers.scalar(f"tower_{i}/loss")[1].tolist() == [value]
+    assert towers.scalar("loss")[1].tolist() == [4.0]  # (1 + 3 + 8) / 3
+    assert towers.scalar("weighted")[1].tolist() == [2.5]  # the average given, not the mean
+    assert towers.scalar("tower_1/weighted")[1].tolist() == [3.0]
+
+
+def test_images_and_text_read_back(known_run):
+    _, logs = known_run
+    ((step, images),) = logs["train"].images["inputs"]
+    expected = np.arange(24, dtype=np.uint8).reshape(2, 4, 3) * 10
+    assert step == 5 and len(images) == 1 and np.array_equal(images[0], expected)
+    assert logs["train"].texts["note"] == [(5, "towers: **2**")]
+
+
+def test_unknown_tag_lists_the_tags_there_are(known_run):
+    _, logs = known_run
+    with pytest.raises(KeyError, match=r"no scalar tagged 'accuracy'.*'loss'"):
+        logs["test"].scalar("accuracy")
+
+
+def test_a_named_run_is_not_written_twice(known_run):
+    run, _ = known_run
+    with pytest.raises(ValueError, match="already holds event files.*name=None"):
+        summaries.open_run("known", "run1", root=run.dir.parent.parent)
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", "..", "with space", 5])
+def test_bad_run_names(tmp_path, bad):
+    with pytest.raises(ValueError, match="folder name"):
+        summaries.open_run("lesson", bad, root=tmp_path)
+
+
+def test_dated_runs_get_their_own_folders(tmp_path):
+    first = summaries.open_run("lesson", root=tmp_path, writers=())
+    second = summaries.open_run("lesson", root=tmp_path, writers=())
+    assert first.dir != second.dir and first.dir.parent == second.dir.parent == tmp_path / "lesson"
+
+
+def test_summaries_without_a_writer_say_how_to_set_one():
+    with pytest.raises(RuntimeError, match=r"no default summary writer.*as_default"):
+        summaries.variable_summaries(tf.constant([1.0]), name="w", step=0)
+
+
+@pytest.mark.parametrize("call", [summaries.read, summaries.launch])
+def test_missing_logdir_is_named_with_the_fix(tmp_path, call):
+    with pytest.raises(ValueError, match=r"does not exist; pass the folder your writers write to"):
+        call(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("call", [summaries.read, summaries.launch])
+def test_empty_logdir_is_named_with_the_fix(tmp_path, call):
+    (tmp_path / "train").mkdir()
+    with pytest.raises(ValueError, match=r"holds no TensorBoard event files.*write summaries"):
+        call(tmp_path)
+    assert summaries.running() == []
+
+
+def test_trace_graph_refuses_eager_functions(tmp_path):
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    with pytest.raises(ValueError, match=r"not one; decorate it with @tf.function"):
+        summaries.trace_graph(lambda: 1, writer=writer)
+
+
+# --- Two devices, in a child process ------------------------------------------------------
+
+TOWERS_CHILD = """
+import json, tempfile
+import keras, numpy as np, tensorflow as tf
+from dpkit import devices, models, summaries, towers
+
+devs = list(devices.setup(2).devices)
+keras.utils.set_random_seed(0)
+tf.config.experimental.enable_op_determinism()
+rng = np.random.default_rng(0)
+x = rng.random((16, 28, 28, 1), dtype=np.float32)
+y = rng.integers(0, 10, 16).astype(np.int32)
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+with towers.variables_on(devs, "cpu"):
+    model, twin = models.lenet5(), models.lenet5()
+twin.set_weights(model.get_weights())
+shard_losses = [float(loss_fn(y[i * 8:(i + 1) * 8], model(x[i * 8:(i + 1) * 8]))) for i in (0, 1)]
+
+run = summaries.open_run("child", root=tempfile.mkdtemp())
+step = summaries.make_logged_tower_step(model, keras.optimizers.SGD(0.1), devs)
+loss, tower_losses = summaries.trace_graph(step, x, y, writer=run.train, name="tower_step")
+reference = towers.make_tower_train_step(twin, keras.optimizers.SGD(0.1), devs)
+reference_loss = float(reference(x, y))
+weight_gap = max(
+    float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), twin.get_weights())
+)
+trace = summaries.profile_steps(step, [(x, y)] * 2, run.dir / "train")
+profiled = summaries.read_profile(trace)
+
+(step_number, meta), = summaries.read(run.dir)["train"].graphs["tower_step"]
+placed = summaries.placement(meta)
+
+def index(device):
+    spec = tf.DeviceSpec.from_string(device)
+    return (spec.device_type, spec.device_index)
+
+conv_devices = {
+    i: sorted({index(op.device) for op in placed
+               if "Conv2D" in op.type and op.name.startswith(f"tower_{i}/")})
+    for i in (0, 1)
+}
+print(json.dumps({
+    "devices": [index(d) for d in devs],
+    "step": step_number,
+    "conv_devices": {str(i): d for i, d in conv_devices.items()},
+    "ops_per_device": {str(index(d)): sum(index(op.device) == index(d) for op in placed)
+                       for d in devs},
+    "tower_losses": [float(v) for v in tower_losses],
+    "shard_losses": shard_losses,
+    "loss": float(loss),
+    "reference_loss": reference_loss,
+    "weight_gap": weight_gap,
+    "profiled_convs": sorted({op.name.split("/")[0] for op in profiled
+                              if op.type == "_FusedConv2D"}),
+    "profiled_sends": sum(op.type == "_Send" for op in profiled),
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def two_towers():
+    return childproc.run(TOWERS_CHILD, timeout=300)
+
+
+def test_graph_trace_has_each_towers_convolutions_on_its_own_device(two_towers):
+    devices = [tuple(d) for d in two_towers["devices"]]
+    assert len(set(devices)) == 2 and two_towers["step"] == 0
+    for i, device in enumerate(devices):  # one tower per device, and each tower on one device
+        assert [tuple(d) for d in two_towers["conv_devices"][str(i)]] == [device]
+    assert all(count > 0 for count in two_towers["ops_per_device"].values())
+
+
+def test_logged_tower_step_returns_each_shards_loss(two_towers):
+    assert two_towers["tower_losses"] == pytest.approx(two_towers["shard_losses"], abs=1e-6)
+    assert two_towers["loss"] == pytest.approx(np.mean(two_towers["shard_losses"]), abs=1e-6)
+    assert two_towers["loss"] == pytest.approx(two_towers["reference_loss"], abs=1e-6)
+    assert two_towers["weight_gap"] < 1e-6  # same update as towers.make_tower_train_step
+
+
+def test_profile_trace_shows_both_towers_and_the_transfers(two_towers):
+    assert two_towers["profiled_convs"] == ["tower_0", "tower_1"]
+    assert two_towers["profiled_sends"] > 0  # data crossing between the two devices
+
+
+# --- Launching TensorBoard ----------------------------------------------------------------
+
+
+def _get_json(url: str):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.skipif(os.name != "posix", reason="checks processes through POSIX process groups")
+def test_launch_serves_on_loopback_only_is_reused_replaced_and_stopped(known_run):
+    run, _ = known_run
+    board = summaries.launch(run.dir, display=False)
+    try:
+        assert board.running() and board.url.startswith("http://127.0.0.1:")
+        socket.create_connection(("127.0.0.1", board.port), timeout=5).close()
+        address = procs.non_loopback_address()
+        assert address, "this test needs a non-loopback address to prove nothing listens there"
+        with pytest.raises(OSError):
+            socket.create_connection((address, board.port), timeout=3).close()
+        # TensorBoard serves what was written (its own HTTP API as the reader).
+        served = _get_json(f"{board.url}data/plugin/scalars/scalars?run=train&tag=loss")
+        assert [(s, v) for _, s, v in served] == list(zip(SCALAR_STEPS, SCALAR_VALUES["train"]))
+        assert summaries.launch(run.dir, display=False) is board  # reused
+        fresh = summaries.launch(run.dir, replace=True, display=False)
+        assert fresh.pid != board.pid and procs.group_gone(board.pid)
+        assert summaries.running() == [fresh]
+    finally:
+        stopped = summaries.stop()
+    assert stopped == 1 and summaries.running() == []
+    assert procs.gone(fresh.pid) and procs.group_gone(fresh.pid)  # the data server went with it
+
+
+LAUNCHER = """
+import sys, time
+from dpkit import summaries
+board = summaries.launch(sys.argv[1], display=False)
+print(board.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="checks processes through POSIX process groups")
+def test_tensorboard_ends_when_its_parent_is_killed(known_run):
+    run, _ = known_run
+    env = {**os.environ, "PYTHONPATH": str(childproc.ROOT)}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(run.dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        pid = int(parent.stdout.readline())
+        assert not procs.gone(pid)
+        parent.send_signal(signal.SIGKILL)  # no atexit, no finally: only the pipe closes
+        parent.wait(timeout=10)
+        assert procs.wait_gone(pid, 20, group=True), "TensorBoard outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        if "pid" in locals() and not procs.group_gone(pid):
+            os.killpg(pid, signal.SIGKILL)  # do not leave it behind when the test fails
