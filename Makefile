@@ -2,7 +2,8 @@
 #   make lab    create .venv if missing, install, open JupyterLab on the lessons
 #   make test   create .venv if missing, install, lint, run unit tests and nbval over the notebooks
 # Others: make notebooks (re-execute lessons and solutions in place), make exercises,
-#         make timings (seconds per notebook), make bench (towers vs MirroredStrategy), make clean.
+#         make timings (seconds per notebook), make bench (towers vs MirroredStrategy, sweep time),
+#         make clean.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -69,6 +70,7 @@ timings: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/towers_vs_mirrored.py
+	$(PY) benchmarks/sweep_time.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -9,11 +9,13 @@ Introduced in lesson 04. Two entry points, both built on :class:`dpkit.bench.Swe
   scaling controls, a Run button and a Stop button that kills the running child. The
   sweep runs in a background thread, so the notebook stays usable while it runs.
 
-ipywidgets is imported only when a widget is made. Where no widget frontend is present
-(nbval, papermill, a terminal), both fall back to text: :func:`live_sweep` prints its
-progress and the table, :class:`SweepPanel` prints what it would run. The environment
-variable ``DPKIT_WIDGETS`` chooses: ``text`` forces text, ``widgets`` forces widgets,
-unset means widgets inside a Jupyter kernel with ipywidgets installed.
+ipywidgets is imported only when a widget is made. Where nobody watches (a test run,
+papermill, a terminal), both fall back to text: :func:`live_sweep` prints its progress and
+the table, :class:`SweepPanel` prints what it would run. A kernel cannot tell whether a
+browser is attached, so the environment variable ``DPKIT_WIDGETS`` says: ``text`` forces
+text (nbval and ``tools/run_notebooks.py`` set it; set it for papermill), ``widgets``
+forces widgets, unset means widgets inside a Jupyter kernel with ipywidgets installed and
+text elsewhere.
 """
 
 from __future__ import annotations
@@ -333,9 +335,9 @@ class SweepPanel:
         """Display the panel; in text mode print what it would run instead."""
         if not frontend():
             print(
-                "No widget frontend here (nbval, papermill or a terminal), so the panel is "
-                "not shown. Open the notebook in JupyterLab to use it, or run the same sweep "
-                f"from a terminal:\n  {self.command()}"
+                "No widget display here (DPKIT_WIDGETS=text, or not a Jupyter kernel), so "
+                "the panel is not shown. Open the notebook in JupyterLab to use it, or run "
+                f"the same sweep from a terminal:\n  {self.command()}"
             )
             return
         if self.widget is None:
