@@ -41,7 +41,7 @@ def _build(name: str, args):
     import keras
     import tensorflow as tf
 
-    from dpkit import data, devices, models, towers
+    from dpkit import bench, data, devices, models
 
     setup = devices.setup(args.devices)
     devs = list(setup.devices)
@@ -53,27 +53,12 @@ def _build(name: str, args):
     def build():
         return models.build(args.model, input_shape=shape)
 
-    def plain_step(model, device):
-        """The ordinary one-device training step on the whole batch."""
-        optimizer = keras.optimizers.SGD(0.01)
-
-        @tf.function
-        def step():
-            with tf.device(device):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y, model(x, training=True))
-                grads = tape.gradient(loss, model.trainable_variables)
-                optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        return step
-
     # The same warm-up in every child: a few single-device steps of a throwaway model.
     # A fresh process ran the MirroredStrategy loop up to 1.5x slower than one that had
     # trained any model before (measured, cause not pinned down), so every contender
     # starts from that same warmed-up state.
-    with tf.device(devs[0]):
-        warm_step = plain_step(build(), devs[0])
+    dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
+    warm_step, _ = bench.make_step("single", build, devs, dataset, global_batch=args.batch)
     for _ in range(5):
         float(warm_step())
 
@@ -87,20 +72,8 @@ def _build(name: str, args):
 
         return run
 
-    if name == "single device":
-        with tf.device(devs[0]):
-            model = build()
-        return timed(plain_step(model, devs[0]))
-
-    if name == "dpkit towers":
-        with towers.variables_on(devs, "cpu"):
-            model = build()
-        step = towers.make_tower_train_step(model, keras.optimizers.SGD(0.01), devs)
-        return timed(lambda: step(x, y))
-
-    strategy = tf.distribute.MirroredStrategy(devs)
-    dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
     if name == "Keras fit + MirroredStrategy":
+        strategy = tf.distribute.MirroredStrategy(devs)
         with strategy.scope():
             model = build()
             model.compile(optimizer=keras.optimizers.SGD(0.01), loss=loss_fn, jit_compile=False)
@@ -112,26 +85,10 @@ def _build(name: str, args):
 
         return run_fit
 
-    with strategy.scope():
-        model = build()
-        optimizer = keras.optimizers.SGD(0.01)
-    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-    batches = iter(strategy.experimental_distribute_dataset(dataset))
-
-    @tf.function
-    def mirrored_step(batch):
-        def replica(xr, yr):
-            with tf.GradientTape() as tape:
-                loss = tf.nn.compute_average_loss(
-                    per_example(yr, model(xr, training=True)), global_batch_size=args.batch
-                )
-            grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        return strategy.reduce("SUM", strategy.run(replica, args=batch), axis=None)
-
-    return timed(lambda: mirrored_step(next(batches)))
+    # The same steps `python -m dpkit bench` times.
+    kind = {"single device": "single", "dpkit towers": "towers"}.get(name, "mirrored")
+    step, _ = bench.make_step(kind, build, devs, dataset, global_batch=args.batch)
+    return timed(step)
 
 
 def _child(name: str, args) -> int:

@@ -817,36 +817,40 @@ def matmul_peak(device: str, size: int | None = None, seconds: float = 1.0) -> f
                 return best
 
 
-def _child_main(config: Config) -> int:
-    _watch_parent()
+def make_step(strategy: str, build, devices, dataset, *, global_batch: int, lr: float = 0.01):
+    """Build a model and one SGD training step for ``strategy`` on ``devices``.
+
+    Args:
+        strategy: ``"single"`` (the whole batch on ``devices[0]``), ``"towers"``
+            (:func:`dpkit.towers.make_tower_train_step`, variables on the CPU) or
+            ``"mirrored"`` (``MirroredStrategy`` and ``strategy.run`` in a ``tf.function``).
+        build: makes the Keras model (called under the right device or strategy scope).
+        devices: device names from ``dpkit.devices.setup``.
+        dataset: an endless ``tf.data.Dataset`` of global batches ``(x, y)``.
+        global_batch: examples per step (the mirrored loss divides by it).
+        lr: the SGD learning rate.
+
+    Returns:
+        ``(step, model)``: ``step()`` trains on the next batch and returns the loss.
+    """
     import keras
     import tensorflow as tf
 
-    from dpkit import data, devices, meter, models, towers
+    from dpkit import towers
 
-    setup = devices.setup(config.devices)
-    devs = list(setup.devices)
-    keras.utils.set_random_seed(config.seed)
-    batch = config.global_batch
-    if config.dataset == "synthetic":
-        shape = INPUT_SHAPES[config.model]
-        x, y = next(iter(data.synthetic(shape, 10, batch_size=batch, seed=config.seed)))
-        dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
-    else:
-        arrays = data.load(config.dataset, seed=config.seed, download=False)
-        shape = tuple(arrays.x_train.shape[1:])
-        dataset = data.make_dataset(
-            arrays.x_train, arrays.y_train, batch, seed=config.seed, repeat=True
-        )
+    devs = list(devices)
+    if strategy == "towers":
+        with towers.variables_on(devs, "cpu"):
+            model = build()
+        tower_step = towers.make_tower_train_step(model, keras.optimizers.SGD(lr), devs)
+        batches = iter(dataset)
+        return (lambda: tower_step(*next(batches))), model
 
-    def build():
-        return models.build(config.model, input_shape=shape)
-
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    if config.strategy == "single":
+    if strategy == "single":
         with tf.device(devs[0]):
             model = build()
-        optimizer = keras.optimizers.SGD(0.01)
+        optimizer = keras.optimizers.SGD(lr)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
         @tf.function
         def plain_step(x, y):
@@ -858,42 +862,60 @@ def _child_main(config: Config) -> int:
             return loss
 
         batches = iter(dataset)
+        return (lambda: plain_step(*next(batches))), model
 
-        def step():
-            return plain_step(*next(batches))
+    if strategy != "mirrored":
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
+    mirrored = tf.distribute.MirroredStrategy(devs)
+    with mirrored.scope():
+        model = build()
+        optimizer = keras.optimizers.SGD(lr)
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    batches = iter(mirrored.experimental_distribute_dataset(dataset))
 
-    elif config.strategy == "towers":
-        with towers.variables_on(devs, "cpu"):
-            model = build()
-        tower_step = towers.make_tower_train_step(model, keras.optimizers.SGD(0.01), devs)
-        batches = iter(dataset)
+    @tf.function
+    def mirrored_step(batch_xy):
+        def replica(xr, yr):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(
+                    per_example(yr, model(xr, training=True)), global_batch_size=global_batch
+                )
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
 
-        def step():
-            return tower_step(*next(batches))
+        return mirrored.reduce("SUM", mirrored.run(replica, args=batch_xy), axis=None)
 
+    return (lambda: mirrored_step(next(batches))), model
+
+
+def _child_main(config: Config) -> int:
+    _watch_parent()
+    import keras
+
+    from dpkit import data, devices, meter, models
+
+    setup = devices.setup(config.devices)
+    devs = list(setup.devices)
+    keras.utils.set_random_seed(config.seed)
+    batch = config.global_batch
+    if config.dataset == "synthetic":
+        shape = INPUT_SHAPES[config.model]
+        dataset = data.synthetic(shape, 10, batch_size=batch, seed=config.seed)
     else:
-        strategy = tf.distribute.MirroredStrategy(devs)
-        with strategy.scope():
-            model = build()
-            optimizer = keras.optimizers.SGD(0.01)
-        per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-        batches = iter(strategy.experimental_distribute_dataset(dataset))
+        arrays = data.load(config.dataset, seed=config.seed, download=False)
+        shape = tuple(arrays.x_train.shape[1:])
+        dataset = data.make_dataset(
+            arrays.x_train, arrays.y_train, batch, seed=config.seed, repeat=True
+        )
 
-        @tf.function
-        def mirrored_step(batch_xy):
-            def replica(xr, yr):
-                with tf.GradientTape() as tape:
-                    loss = tf.nn.compute_average_loss(
-                        per_example(yr, model(xr, training=True)), global_batch_size=batch
-                    )
-                grads = tape.gradient(loss, model.trainable_variables)
-                optimizer.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-
-            return strategy.reduce("SUM", strategy.run(replica, args=batch_xy), axis=None)
-
-        def step():
-            return mirrored_step(next(batches))
+    step, model = make_step(
+        config.strategy,
+        lambda: models.build(config.model, input_shape=shape),
+        devs,
+        dataset,
+        global_batch=batch,
+    )
 
     _emit(
         "ready",
