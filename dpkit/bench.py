@@ -385,9 +385,13 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
                 line = child.lines.get(timeout=min(remaining, 0.2))
             except queue.Empty:
                 continue
-            if line is None:  # the child closed stdout: it has finished or died
+            if line is None:  # the child closed stdout: it has finished, died or was stopped
                 code = child.proc.wait()
-                status = "ok" if code == 0 and result.examples_per_sec is not None else "failed"
+                if stop.is_set():
+                    status = "stopped"
+                else:
+                    done = code == 0 and result.examples_per_sec is not None
+                    status = "ok" if done else "failed"
                 break
             try:
                 msg = json.loads(line)
