@@ -1,7 +1,8 @@
 # dpkit workbook. Two commands on a fresh machine:
 #   make lab    create .venv if missing, install, open JupyterLab on the lessons
 #   make test   create .venv if missing, install, lint, run unit tests and nbval over the notebooks
-# Others: make notebooks (re-execute lessons and solutions in place), make exercises,
+# Others: make test-browser (JupyterLab in headless Chromium, screenshots in runs/browser/),
+#         make notebooks (re-execute lessons and solutions in place), make exercises,
 #         make timings (seconds per notebook), make bench (towers vs MirroredStrategy, sweep time),
 #         make clean.
 
@@ -27,7 +28,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 STAMP := $(VENV)/.dpkit-$(TF_BUILD)
 
-.PHONY: lab test env lint unit notebooks exercises timings bench clean
+.PHONY: lab test test-browser env lint unit notebooks exercises timings bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "dpkit needs Python 3.10 or newer; run: make PYTHON=python3.11 ...")'
@@ -45,8 +46,8 @@ lab: $(STAMP)
 		$(if $(filter 0,$(shell id -u)),--allow-root) lessons/00_setup_and_devices.ipynb
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check dpkit tests tools benchmarks lessons solutions exercises
-	$(VENV)/bin/ruff format --check dpkit tests tools benchmarks lessons solutions exercises
+	$(VENV)/bin/ruff check dpkit tests browser_tests tools benchmarks lessons solutions exercises
+	$(VENV)/bin/ruff format --check dpkit tests browser_tests tools benchmarks lessons solutions exercises
 
 unit: $(STAMP)
 	$(PY) -m pytest tests -p no:cacheprovider
@@ -58,6 +59,21 @@ test: $(STAMP)
 	$(PY) tools/make_exercises.py --check
 	$(PY) -m pytest tests lessons solutions --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=600 -p no:cacheprovider -v
+
+# The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright.
+# Chromium comes from the system's package manager (Playwright's own download needs the
+# internet); it is installed here when missing and we may (root, or sudo without a password).
+test-browser: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	      echo "dpkit: installing Chromium with apt-get"; \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	    elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	      echo "dpkit: installing Chromium with sudo apt-get"; \
+	      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	    else echo "dpkit: Chromium is missing and cannot be installed here; the browser tests will skip"; fi; }
+	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,browser]'
+	$(PY) -m pytest browser_tests -p no:cacheprovider -v -rs
 
 notebooks: $(STAMP)
 	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb

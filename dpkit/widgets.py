@@ -84,7 +84,8 @@ def _png(fig) -> bytes:
 
 def _table_html(report: bench.Report) -> str:
     head = ["devices", "global batch", "examples/sec", "spread", "speed-up", "efficiency", "MFU"]
-    cells = "".join(f"<th>{h}</th>" for h in head)
+    pad = "padding:2px 12px;text-align:right"
+    cells = "".join(f"<th style='{pad}'>{h}</th>" for h in head)
     rows = [f"<tr>{cells}</tr>"]
     for row in report.rows():
         if row["status"] != "ok":
@@ -100,7 +101,7 @@ def _table_html(report: bench.Report) -> str:
                 f"{row['efficiency']:.0%}",
                 f"{row['mfu']:.1%}" if row["mfu"] is not None else "n/a",
             ]
-        rows.append("<tr>" + "".join(f"<td>{v}</td>" for v in values) + "</tr>")
+        rows.append("<tr>" + "".join(f"<td style='{pad}'>{v}</td>" for v in values) + "</tr>")
     return "<table class='dpkit-results'>" + "".join(rows) + "</table>"
 
 
