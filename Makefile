@@ -3,7 +3,8 @@
 #   make test   create .venv if missing, install, lint, run unit tests and nbval over the notebooks
 # Others: make test-browser (JupyterLab in headless Chromium, screenshots in runs/browser/),
 #         make notebooks (re-execute lessons and solutions in place), make exercises,
-#         make timings (seconds per notebook), make bench (towers vs MirroredStrategy, sweep time),
+#         make timings (seconds per notebook), make bench (towers vs MirroredStrategy, sweep time,
+#         cluster up/down),
 #         make clean.
 
 PYTHON ?= python3
@@ -87,6 +88,7 @@ timings: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/towers_vs_mirrored.py
 	$(PY) benchmarks/sweep_time.py
+	$(PY) benchmarks/cluster_up_down.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

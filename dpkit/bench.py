@@ -33,7 +33,6 @@ import math
 import numbers
 import os
 import queue
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,8 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+
+from dpkit import _procs
 
 STRATEGIES = ("single", "towers", "mirrored")
 MODELS = ("lenet5", "cifar10_cnn", "mnist_mlp")
@@ -51,8 +52,6 @@ INPUT_SHAPES = {"lenet5": (28, 28, 1), "mnist_mlp": (28, 28, 1), "cifar10_cnn": 
 
 #: Results file format version (``save`` / ``load``).
 FORMAT_VERSION = 1
-
-_STDERR_TAIL_CHARS = 3000
 
 
 def _whole(value, what: str, minimum: int, example: str) -> int:
@@ -269,13 +268,8 @@ _live_lock = threading.Lock()
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    """Kill the child's whole process group and reap it."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-    proc.wait()
+    """Kill the child's whole process group, reap it, and forget it."""
+    _procs.kill_group(proc)
     with _live_lock:
         _live.pop(proc.pid, None)
 
@@ -294,35 +288,12 @@ def live_children() -> list[int]:
         return [pid for pid, proc in _live.items() if proc.poll() is None]
 
 
-def _child_env() -> dict:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    path = os.environ.get("PYTHONPATH", "")
-    return {
-        **os.environ,
-        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"),
-        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "0"),
-        "PYTHONPATH": root + (os.pathsep + path if path else ""),
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return ""
-    return text[-_STDERR_TAIL_CHARS:].strip()
-
-
 class _Child:
     """One running child: its process, a thread reading its stdout lines, its stderr file."""
 
     def __init__(self, config: Config, argv: list[str] | None = None):
-        # closed in close(), which every path through _events reaches
-        self.stderr = tempfile.NamedTemporaryFile(  # noqa: SIM115
-            prefix="dpkit-bench-", suffix=".log", delete=False
-        )
+        # Unlinked at once: nothing is left in /tmp even if this process is killed.
+        self.stderr = tempfile.TemporaryFile(prefix="dpkit-bench-")  # noqa: SIM115
         self.lines: queue.Queue = queue.Queue()
         argv = argv or [
             sys.executable,
@@ -337,7 +308,7 @@ class _Child:
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             text=True,
-            env=_child_env(),
+            env=_procs.child_env(),
             start_new_session=True,  # its own process group: Ctrl-C reaches only the parent
         )
         with _live_lock:
@@ -355,9 +326,8 @@ class _Child:
         _kill(self.proc)
         self.reader.join(timeout=5)
         self.proc.stdout.close()
+        tail = _procs.tail(self.stderr)
         self.stderr.close()
-        tail = _tail(self.stderr.name)
-        os.unlink(self.stderr.name)
         return tail
 
 
@@ -778,19 +748,6 @@ def _emit(event: str, **values) -> None:
     print(json.dumps({"event": event, **values}), flush=True)
 
 
-def _watch_parent() -> None:
-    """Exit when the parent dies (it can no longer read our output nor kill us)."""
-    parent = os.getppid()
-
-    def watch():
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != parent:
-                os._exit(3)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
 def matmul_peak(device: str, size: int | None = None, seconds: float = 1.0) -> float:
     """FLOP/s of repeated square float32 matmuls on ``device`` (best of a few rounds).
 
@@ -894,7 +851,7 @@ def make_step(strategy: str, build, devices, dataset, *, global_batch: int, lr: 
 
 
 def _child_main(config: Config) -> int:
-    _watch_parent()
+    _procs.watch_parent()
     import keras
 
     from dpkit import data, devices, meter, models

@@ -1,0 +1,63 @@
+"""Child-process plumbing shared by dpkit.bench and dpkit.cluster (not part of the lessons).
+
+Every child dpkit starts runs in a process group of its own (``start_new_session=True``)
+so that one ``killpg`` ends it with anything it started; it gets the environment from
+:func:`child_env`; and it calls :func:`watch_parent` first, so it exits by itself when the
+process that started it dies without cleaning up (``kill -9``, a crashed kernel).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+TAIL_CHARS = 3000
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill the child's whole process group (if it still runs) and reap it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+    proc.wait()
+
+
+def child_env() -> dict:
+    """This environment, quiet TensorFlow, unbuffered output, and dpkit importable."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.environ.get("PYTHONPATH", "")
+    return {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"),
+        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "0"),
+        "PYTHONPATH": root + (os.pathsep + path if path else ""),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def watch_parent(interval: float = 0.5) -> None:
+    """In a child: exit when the parent dies (nobody is left to read us or stop us)."""
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=watch, daemon=True, name="dpkit-watch-parent").start()
+
+
+def tail(file, chars: int = TAIL_CHARS) -> str:
+    """The last ``chars`` characters written to an open (binary) temporary file."""
+    try:
+        file.seek(0)
+        text = file.read().decode(errors="replace")
+    except (OSError, ValueError):
+        return ""
+    return text[-chars:].strip()

@@ -1,0 +1,362 @@
+"""dpkit.cluster: tasks up and down with no orphans, ports retried, real PS training."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+
+from dpkit import cluster
+from tests import childproc, procs
+
+pytestmark = pytest.mark.filterwarnings("ignore:dpkit.cluster:UserWarning")
+
+
+@pytest.fixture
+def no_tasks():
+    yield
+    assert cluster.live_tasks() == [], "a task child outlived its test"
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_workers": 0}, "num_workers must be a whole number >= 1"),
+        ({"num_workers": 2.0}, "num_workers must be a whole number >= 1"),
+        ({"num_workers": 1, "num_ps": -1}, "num_ps must be a whole number >= 0"),
+        ({"num_workers": 15, "num_ps": 2}, "more than a local cluster should hold (at most 16"),
+        ({"num_workers": 1, "mode": "threads"}, "unknown mode 'threads'; choose one of process"),
+        ({"num_workers": 1, "start_timeout": 0}, "start_timeout must be a positive number"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_starts(no_tasks, kwargs, message):
+    with pytest.raises(ValueError) as error:
+        cluster.LocalCluster(**kwargs)
+    assert message in str(error.value)
+    assert "e.g." in str(error.value) or "choose one of" in str(error.value)  # names the fix
+
+
+@pytest.mark.parametrize("task", ["worker", "worker:x", ("worker",), (1, "worker"), 3])
+def test_unreadable_task_names_say_how_to_write_one(task):
+    with pytest.raises(ValueError, match=r"write it as \('worker', 1\) or 'worker:1'"):
+        cluster.parse_task(task)
+
+
+def test_task_names_in_all_three_spellings():
+    assert cluster.parse_task("worker:1") == ("worker", 1)
+    assert cluster.parse_task(("ps", 0)) == ("ps", 0)
+    assert cluster.parse_task("/job:worker/task:2") == ("worker", 2)
+
+
+# ----------------------------------------------------------------------------- up and down
+
+
+def test_up_and_down_leaves_no_process(no_tasks):
+    with cluster.LocalCluster(num_workers=2, num_ps=1, chief=True) as c:
+        pids = list(c.pids.values())
+        assert sorted(c.pids) == ["ps:0", "worker:0", "worker:1"]
+        assert all(not procs.gone(pid) for pid in pids)
+        assert all(cluster.port_answers(c.addresses[t]) for t in c.pids)
+        assert set(c.addresses) == {"chief:0", "ps:0", "worker:0", "worker:1"}
+        assert all(a.startswith("127.0.0.1:") for a in c.addresses.values())
+        config = c.tf_config("worker", 1)
+        assert config["task"] == {"type": "worker", "index": 1}
+        assert config["cluster"]["worker"][1] == c.addresses["worker:1"]
+        assert json.loads(c.tf_config("chief", 0, as_json=True))["task"]["type"] == "chief"
+        with pytest.raises(ValueError, match="no task worker:2"):
+            c.tf_config("worker", 2)
+    assert all(procs.gone(pid) for pid in pids)
+    assert all(procs.group_gone(pid) for pid in pids)
+
+
+def test_an_exception_inside_with_still_kills_every_task(no_tasks):
+    with pytest.raises(ZeroDivisionError), cluster.LocalCluster(num_workers=1) as c:
+        pids = list(c.pids.values())
+        raise ZeroDivisionError
+    assert len(pids) == 2 and all(procs.gone(pid) for pid in pids)
+
+
+def test_the_first_cluster_warns_that_servers_are_open_to_the_network(monkeypatch, no_tasks):
+    monkeypatch.setattr(cluster, "_warned", False)
+    with pytest.warns(UserWarning, match="no authentication and listen on all network"):
+        cluster.LocalCluster(num_workers=1, num_ps=0).start().shutdown()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cluster.LocalCluster(num_workers=1, num_ps=0).start().shutdown()
+
+
+PARENT = """
+import json, sys, time
+from dpkit import cluster
+with cluster.LocalCluster(num_workers=2, num_ps=1) as c:
+    print(json.dumps(list(c.pids.values())), flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill -9"])
+def test_an_interrupted_or_killed_parent_leaves_no_task(how):
+    parent = subprocess.Popen(
+        [sys.executable, "-W", "ignore", "-c", PARENT],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=childproc.ROOT,
+        env={**os.environ, "PYTHONPATH": str(childproc.ROOT)},
+    )
+    pids = []
+    try:
+        pids = json.loads(parent.stdout.readline())
+        assert len(pids) == 3 and all(not procs.gone(pid) for pid in pids)
+        parent.send_signal(how)
+        parent.wait(timeout=10)
+        # SIGINT: the with block kills them; SIGKILL: each child's watchdog sees its parent go
+        assert all(procs.wait_gone(pid, 5, group=True) for pid in pids), "a task outlived it"
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()
+        for pid in pids:
+            if not procs.group_gone(pid):
+                os.killpg(pid, signal.SIGKILL)
+
+
+# ----------------------------------------------------------------------------- faults
+
+
+def test_a_taken_port_is_retried_on_another(monkeypatch, no_tasks):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        handed = [port]
+        real = cluster._pick_port
+        monkeypatch.setattr(
+            cluster, "_pick_port", lambda host: handed.pop() if handed else real(host)
+        )
+        with cluster.LocalCluster(num_workers=1, num_ps=1) as c:
+            assert handed == [], "the taken port was never tried"
+            assert c.addresses["ps:0"] != f"127.0.0.1:{port}"
+            assert all(cluster.port_answers(a) for a in c.addresses.values())
+            assert all(not procs.gone(pid) for pid in c.pids.values())
+
+
+def test_a_missing_ps_is_a_clear_error_within_the_deadline(no_tasks):
+    with cluster.LocalCluster(num_workers=1, num_ps=1) as c:
+        c.kill("ps:0")
+        start = time.monotonic()
+        with pytest.raises(cluster.ClusterNotReadyError, match=r"task ps:0 at 127\.0\.0\.1:\d+"):
+            c.make_strategy(timeout=1.0)
+        assert time.monotonic() - start < 3
+
+
+def test_a_task_that_never_starts_is_named(monkeypatch, no_tasks):
+    # every attempt gets the same taken port: the ps can never bind
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setattr(cluster, "_pick_port", lambda host: port)
+        with pytest.raises(cluster.ClusterNotReadyError, match="found no free ports"):
+            cluster.LocalCluster(num_workers=1, num_ps=0).start()
+
+
+def test_kill_and_restart_a_worker_on_the_same_port(no_tasks):
+    with cluster.LocalCluster(num_workers=2, num_ps=1) as c:
+        address, old = c.addresses["worker:1"], c.pids["worker:1"]
+        c.kill(("worker", 1))
+        assert procs.gone(old) and "worker:1" not in c.pids
+        assert not cluster.port_answers(address)
+        new = c.restart("worker:1")
+        assert new != old and c.pids["worker:1"] == new
+        assert c.addresses["worker:1"] == address and cluster.port_answers(address)
+        with pytest.raises(ValueError, match="no task worker:5"):
+            c.kill("worker:5")
+
+
+# ----------------------------------------------------------------------------- real training
+
+TRAIN = """
+import json, os, threading, time
+import tensorflow as tf
+from tensorflow.core.protobuf import tensorflow_server_pb2
+from dpkit import cluster
+
+spec = {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2", "127.0.0.1:3"]}
+ours = tensorflow_server_pb2.ServerDef.FromString(cluster.server_def(spec, "worker", 1, 3))
+reference = tensorflow_server_pb2.ServerDef(
+    cluster=tf.train.ClusterSpec(spec).as_cluster_def(), job_name="worker", task_index=1,
+    protocol="grpc", default_session_config=tf.compat.v1.ConfigProto(
+        inter_op_parallelism_threads=3))
+same_server_def = ours == reference
+
+STEPS = {steps}
+with cluster.LocalCluster(num_workers=2, num_ps=1, chief={chief}) as c:
+    coordinator = c.make_coordinator()
+    strategy = coordinator.strategy
+    with strategy.scope():
+        w = tf.Variable(tf.zeros([8, 1]))
+        steps_run = tf.Variable(0, dtype=tf.int64)
+    x = tf.random.stateless_normal([64, 8], seed=(1, 2))
+    y = tf.reduce_sum(x, axis=1, keepdims=True)
+
+    @tf.function
+    def step():
+        def replica():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((tf.matmul(x, w) - y) ** 2)
+            w.assign_sub(0.05 * tape.gradient(loss, w))
+            steps_run.assign_add(1)
+            return loss
+        return strategy.run(replica)
+
+    results = [coordinator.schedule(step) for _ in range(STEPS)]
+    at_kill = killed_gone = None
+    if {kill}:
+        while int(steps_run.read_value()) < 5:
+            time.sleep(0.05)
+        killed = c.pids["worker:1"]
+        c.kill("worker:1")
+        at_kill = int(steps_run.read_value())
+        killed_gone = not os.path.exists(f"/proc/{killed}")
+    coordinator.join()
+    losses = [float(r.fetch()) for r in results]
+    done = int(steps_run.read_value())
+    out = dict(same_server_def=same_server_def, w_device=w.device, done=done, at_kill=at_kill,
+               killed_gone=killed_gone, fetched=len(losses), first=losses[0], last=losses[-1])
+names = ("WorkerClosure", "WorkerPreemption")
+threads = [t.name for t in threading.enumerate() if t.name.startswith(names) and t.is_alive()]
+out["threads_left"] = threads
+print(json.dumps(out), flush=True)
+os._exit(0)
+"""
+
+
+def _train(**values) -> dict:
+    code = TRAIN
+    for name, value in values.items():
+        code = code.replace("{" + name + "}", repr(value))
+    return childproc.run(code, timeout=120)
+
+
+def test_ps_strategy_trains_every_scheduled_step_with_variables_on_the_ps():
+    out = _train(steps=20, chief=False, kill=False)
+    assert out["same_server_def"], "the hand-made ServerDef differs from TensorFlow's"
+    assert "/job:ps/" in out["w_device"]
+    assert out["done"] == 20 and out["fetched"] == 20
+    assert out["last"] < out["first"], "the loss did not go down"
+    assert out["threads_left"] == [], "coordinator threads outlived shutdown"
+
+
+def test_a_worker_killed_mid_training_the_other_finishes_every_step():
+    out = _train(steps=200, chief=True, kill=True)
+    assert out["killed_gone"] and out["at_kill"] < 200, "no worker died mid-training"
+    # a step cut short on the killed worker is run again elsewhere, so >= not ==
+    assert out["fetched"] == 200 and out["done"] >= 200
+    # only the killed worker's loop (and the handler waiting for it to return) can be left
+    assert "WorkerClosureProcessingLoop-0" not in out["threads_left"]
+    assert set(out["threads_left"]) <= {"WorkerClosureProcessingLoop-1", "WorkerPreemptionHandler"}
+
+
+IN_PROCESS = """
+import json
+import tensorflow as tf
+from dpkit import cluster
+
+c = cluster.LocalCluster(num_workers=2, num_ps=1, mode="in_process").start()
+coordinator = c.make_coordinator()
+strategy = coordinator.strategy
+with strategy.scope():
+    steps_run = tf.Variable(0, dtype=tf.int64)
+
+@tf.function
+def step():
+    strategy.run(lambda: steps_run.assign_add(1))
+
+for _ in range(10):
+    coordinator.schedule(step)
+coordinator.join()
+out = {"done": int(steps_run.read_value()), "device": steps_run.device,
+       "threads": c.inter_op_threads_per_task, "pids": c.pids}
+for attempt in (lambda: c.kill("worker:0"),
+                lambda: cluster.LocalCluster(num_workers=1, mode="in_process").start()):
+    try:
+        attempt()
+    except RuntimeError as error:
+        out.setdefault("errors", []).append(str(error))
+c.shutdown()
+print(json.dumps(out), flush=True)
+import os; os._exit(0)
+"""
+
+
+def test_in_process_cluster_trains_and_refuses_what_it_cannot_do():
+    out = childproc.run(IN_PROCESS, timeout=120)
+    assert out["done"] == 10 and "/job:ps/" in out["device"]
+    assert out["threads"] == 3 and out["pids"] == {}
+    kill, second = out["errors"]
+    assert "in-process servers cannot be stopped" in kill and "mode='process'" in kill
+    assert "already holds an in-process cluster" in second and "restart the kernel" in second
+
+
+def test_a_task_that_crashes_is_reported_with_its_stderr(no_tasks):
+    # a worker told that the cluster has no worker job: TensorFlow refuses to start it
+    task = cluster._Task({"ps": ["127.0.0.1:1"]}, ("worker", 0), 0)
+    try:
+        failed = cluster._wait_ready([task], time.monotonic() + 30)
+        assert failed == {("worker", 0): 1}
+        assert "task worker:0:" in task.error() and "worker" in task.error()
+    finally:
+        task.close()
+    assert procs.gone(task.pid)
+
+
+PS_KILL = """
+import json, os, time
+import tensorflow as tf
+from dpkit import cluster
+
+with cluster.LocalCluster(num_workers=2, num_ps=1) as c:
+    coordinator = c.make_coordinator()
+    strategy = coordinator.strategy
+    with strategy.scope():
+        steps_run = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def step():
+        strategy.run(lambda: steps_run.assign_add(1))
+
+    for _ in range(300):
+        coordinator.schedule(step)
+    while int(steps_run.read_value()) < 5:
+        time.sleep(0.05)
+    c.kill("ps:0")
+    start = time.perf_counter()
+    try:
+        coordinator.join()
+        out = {"error": None}
+    except tf.errors.UnavailableError as error:
+        out = {"error": type(error).__name__, "seconds": time.perf_counter() - start}
+    try:
+        c.check(timeout=1)
+    except cluster.ClusterNotReadyError as error:
+        out["check"] = str(error)
+print(json.dumps(out), flush=True)
+os._exit(0)
+"""
+
+
+def test_a_killed_ps_fails_training_within_seconds_and_check_names_it():
+    out = childproc.run(PS_KILL, timeout=120)
+    assert out["error"] == "UnavailableError" and out["seconds"] < 10
+    assert out["check"].startswith("task ps:0 at 127.0.0.1:")
