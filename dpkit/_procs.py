@@ -16,6 +16,9 @@ import time
 
 TAIL_CHARS = 3000
 
+#: Set by :func:`child_env` to the starting process's PID, for :func:`watch_parent`.
+PARENT_VARIABLE = "DPKIT_PARENT_PID"
+
 
 def kill_group(proc: subprocess.Popen) -> None:
     """Kill the child's whole process group (if it still runs) and reap it."""
@@ -37,12 +40,17 @@ def child_env() -> dict:
         "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "0"),
         "PYTHONPATH": root + (os.pathsep + path if path else ""),
         "PYTHONUNBUFFERED": "1",
+        PARENT_VARIABLE: str(os.getpid()),
     }
 
 
 def watch_parent(interval: float = 0.5) -> None:
-    """In a child: exit when the parent dies (nobody is left to read us or stop us)."""
-    parent = os.getppid()
+    """In a child: exit when the parent dies (nobody is left to read us or stop us).
+
+    The parent's PID comes from :func:`child_env`, not from ``getppid()`` at this moment:
+    a parent killed while the child was still starting has already been replaced by init.
+    """
+    parent = int(os.environ.get(PARENT_VARIABLE) or os.getppid())
 
     def watch():
         while True:

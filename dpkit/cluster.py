@@ -304,7 +304,9 @@ class LocalCluster:
         mode: ``"process"`` (one child process per task) or ``"in_process"``.
         chief: also reserve a ``chief`` address in the ``ClusterSpec`` for the coordinator
             (the process that runs ``ParameterServerStrategy``). Without it the coordinator
-            joins the cluster as ``chief`` on a port of its own choosing.
+            joins the cluster as ``chief`` on a port of its own choosing. Use it when the
+            process builds a second strategy on the same tasks (resuming after a ps
+            restart): without it the restarted ps could not reach the coordinator (measured).
         start_timeout: seconds :meth:`start` may take for all tasks to listen.
         host: address the tasks are reached at (servers listen on all interfaces anyway).
 

@@ -360,3 +360,115 @@ def test_a_killed_ps_fails_training_within_seconds_and_check_names_it():
     out = childproc.run(PS_KILL, timeout=120)
     assert out["error"] == "UnavailableError" and out["seconds"] < 10
     assert out["check"].startswith("task ps:0 at 127.0.0.1:")
+
+
+PS_RESUME = """
+import json, os, sys, tempfile, time
+import tensorflow as tf
+from dpkit import cluster
+
+TOTAL, EVERY = 60, 10
+directory = tempfile.mkdtemp()
+x = tf.random.stateless_normal([64, 8], seed=(1, 2))
+y = tf.reduce_sum(x, axis=1, keepdims=True)
+
+def build(c):
+    coordinator = c.make_coordinator()
+    strategy = coordinator.strategy
+    with strategy.scope():
+        w = tf.Variable(tf.zeros([8, 1]))
+        done = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def step():
+        def replica():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((tf.matmul(x, w) - y) ** 2)
+            w.assign_sub(0.01 * tape.gradient(loss, w))
+            done.assign_add(1)
+        strategy.run(replica)
+
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(w=w, done=done), directory, 3)
+    return coordinator, step, w, done, manager
+
+out = {}
+# chief=True: the coordinator keeps one address, which the restarted ps can reach
+with cluster.LocalCluster(num_workers=2, num_ps=1, chief=True) as c:
+    coordinator, step, w, done, manager = build(c)
+    try:
+        for round_ in range(TOTAL // EVERY):
+            for _ in range(EVERY):
+                coordinator.schedule(step)
+            if round_ == 3:  # the fourth round never completes
+                time.sleep(0.2)
+                c.kill("ps:0")
+            coordinator.join()
+            manager.save()
+    except tf.errors.UnavailableError:
+        out["error"] = "UnavailableError"
+    path = tf.train.latest_checkpoint(directory)
+    reader = tf.train.load_checkpoint(path)
+    keys = reader.get_variable_to_shape_map()
+    saved = {k.split("/")[0]: reader.get_tensor(k) for k in keys if k.endswith("VARIABLE_VALUE")}
+    out["saved_done"] = int(saved["done"])
+    c.restart("ps:0")
+    coordinator, step, w, done, manager = build(c)
+    manager.restore_or_initialize()
+    out["restored_done"] = int(done.numpy())
+    out["restored_w_equal"] = bool((w.numpy() == saved["w"]).all())
+    while int(done.numpy()) < TOTAL:
+        for _ in range(EVERY):
+            coordinator.schedule(step)
+        coordinator.join()
+        manager.save()
+    out["final_done"] = int(done.numpy())
+print(json.dumps(out), flush=True)
+os._exit(0)
+"""
+
+
+def test_after_a_ps_dies_training_resumes_from_the_last_checkpoint_losing_no_step():
+    out = childproc.run(PS_RESUME, timeout=180)
+    assert out["error"] == "UnavailableError"
+    # every step completed before the last checkpoint is in the resumed state
+    assert out["saved_done"] == 30 and out["restored_done"] == 30
+    assert out["restored_w_equal"], "the restored weights differ from the checkpoint's"
+    # and the steps cut off by the failure are run again, once: exactly TOTAL in the end
+    assert out["final_done"] == 60
+
+
+# ----------------------------------------------------------------------------- nbval timeout
+
+TIMED_OUT_NOTEBOOK = [
+    # no `with`: the worst case, a cluster left running when the cell is cut off
+    "import json, sys, time\nfrom dpkit import cluster\n"
+    "c = cluster.LocalCluster(num_workers=2, num_ps=1).start()\n"
+    "open({path!r}, 'w').write(json.dumps(c.pids))",
+    "time.sleep(600)",
+]
+
+
+def test_a_cell_timeout_under_nbval_leaves_no_task(tmp_path):
+    import nbformat
+
+    from tests.notebooks import nbio
+
+    pids_file = tmp_path / "pids.json"
+    sources = [src.format(path=str(pids_file)) for src in TIMED_OUT_NOTEBOOK]
+    cells = [nbformat.v4.new_code_cell(src) for src in sources]
+    notebook = tmp_path / "timeout.ipynb"
+    nbio.write(nbformat.v4.new_notebook(cells=cells), notebook)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(notebook), "--nbval-lax", "--nbval-current-env"]
+        + ["--nbval-cell-timeout=15", "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(childproc.ROOT)},
+    )
+    assert proc.returncode != 0 and "Timeout" in proc.stdout + proc.stderr, proc.stdout[-2000:]
+    pids = json.loads(pids_file.read_text())
+    assert sorted(pids) == ["ps:0", "worker:0", "worker:1"]
+    left = [pid for pid in pids.values() if not procs.wait_gone(pid, 10)]
+    assert left == [], f"task processes outlived the timed-out notebook: {left}"

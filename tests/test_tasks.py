@@ -1,0 +1,132 @@
+"""dpkit.tasks: the process group runner, and the MultiWorkerMirroredStrategy program."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from dpkit import cluster, tasks
+from tests import childproc, procs
+
+
+def _mwms_group(tmp_path, steps, global_batch, lr, workers=2, **kwargs):
+    ports = [cluster._pick_port() for _ in range(workers)]
+    spec = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    group = tasks.Group(**kwargs)
+    for i in range(workers):
+        config = json.dumps({"cluster": spec, "task": {"type": "worker", "index": i}})
+        args = ["--steps", steps, "--global_batch", global_batch, "--lr", lr]
+        group.start(
+            f"worker:{i}", "mwms", *args, "--out", tmp_path / f"w{i}.npz", env={"TF_CONFIG": config}
+        )
+    return group
+
+
+def test_mwms_workers_match_one_device_on_the_whole_batch(tmp_path):
+    import tensorflow as tf
+
+    steps, batch, lr = 6, 32, 0.2
+    logs = []
+    with _mwms_group(tmp_path, steps, batch, lr, echo=logs.append) as group:
+        assert group.wait() == {"worker:0": 0, "worker:1": 0}
+    assert any(line.startswith("[worker:1] joined the collective") for line in logs)
+    # the independent reference: one device, the whole global batch, plain TensorFlow
+    x, y = tasks.digits_batches(batch, steps)
+    w0, b0 = tasks.softmax_init()
+    w, b = tf.Variable(w0), tf.Variable(b0)
+    losses = []
+    for i in range(steps):
+        with tf.GradientTape() as tape:
+            logits = tf.matmul(x[i], w) + b
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y[i], logits))
+        gw, gb = tape.gradient(loss, [w, b])
+        w.assign_sub(lr * gw)
+        b.assign_sub(lr * gb)
+        losses.append(float(loss))
+    for i in range(2):
+        saved = np.load(tmp_path / f"w{i}.npz")
+        np.testing.assert_allclose(saved["w"], w.numpy(), atol=1e-5)
+        np.testing.assert_allclose(saved["b"], b.numpy(), atol=1e-5)
+        recorded = [r["loss"] for r in group.records[f"worker:{i}"] if "loss" in r]
+        np.testing.assert_allclose(recorded, losses, rtol=1e-5)
+
+
+def _lonely_worker(group, tmp_path):
+    """Worker 1 of a two-worker MultiWorkerMirroredStrategy job whose worker 0 never starts."""
+    spec = {"worker": [f"127.0.0.1:{procs.free_port()}", f"127.0.0.1:{procs.free_port()}"]}
+    config = json.dumps({"cluster": spec, "task": {"type": "worker", "index": 1}})
+    group.start("worker:1", "mwms", "--out", tmp_path / "w1.npz", env={"TF_CONFIG": config})
+
+
+def test_a_failing_task_is_reported_with_its_stderr_and_the_others_killed(tmp_path):
+    group = tasks.Group(timeout=60, echo=None)
+    with group:
+        # no TF_CONFIG: the program refuses to start
+        group.start("worker:0", "mwms", "--out", tmp_path / "w.npz", env={"TF_CONFIG": ""})
+        _lonely_worker(group, tmp_path)  # waits for a peer that never comes
+        other = group.pids["worker:1"]
+        with pytest.raises(
+            tasks.TaskFailedError, match=r"(?s)task worker:0 failed .*needs TF_CONFIG"
+        ):
+            group.wait()
+    assert procs.wait_gone(other, 5)
+
+
+def test_a_timeout_stops_every_task(tmp_path):
+    with tasks.Group(timeout=3, echo=None) as group:
+        _lonely_worker(group, tmp_path)
+        pid = group.pids["worker:1"]
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match="waiting for 'done' from task worker:1 took more"):
+            group.wait_for("worker:1", "done")
+        assert time.monotonic() - start < 10
+    assert procs.gone(pid)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda g: g.start("w", "bogus"), "unknown program 'bogus'; choose one of mwms, tf1"),
+        (lambda g: tasks.Group(timeout=0), "timeout must be a positive number"),
+    ],
+)
+def test_bad_arguments_say_what_to_use(call, message):
+    with tasks.Group() as group, pytest.raises(ValueError, match=message):
+        call(group)
+
+
+def test_a_task_dies_with_the_process_that_started_it():
+    code = """
+        import json, sys, time
+        from dpkit import tasks
+        group = tasks.Group(echo=None)
+        spec = {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}
+        config = json.dumps({"cluster": spec, "task": {"type": "worker", "index": 1}})
+        group.start("worker:1", "mwms", "--out", "/dev/null", env={"TF_CONFIG": config})
+        print(json.dumps(group.pids), flush=True)
+        time.sleep(600)
+    """
+    import textwrap
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=childproc.ROOT,
+        env={**os.environ, "PYTHONPATH": str(childproc.ROOT)},
+    )
+    try:
+        pid = json.loads(parent.stdout.readline())["worker:1"]
+        assert not procs.gone(pid)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        parent.stdout.close()
+    assert procs.wait_gone(pid, 10), "the task outlived its parent (the watchdog did not fire)"
