@@ -117,6 +117,11 @@ def _pick_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now (another process may still take it before you)."""
+    return _pick_port(host)
+
+
 def port_answers(address: str, timeout: float = 0.5) -> bool:
     """Whether something accepts a TCP connection at ``host:port``."""
     host, _, port = address.rpartition(":")
@@ -440,12 +445,12 @@ class LocalCluster:
     # -- starting and stopping
 
     def __enter__(self) -> LocalCluster:
-        return self.start()
+        return self.start(_warn_level=3)  # the warning names the caller's `with` line
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
 
-    def start(self) -> LocalCluster:
+    def start(self, *, _warn_level: int = 2) -> LocalCluster:
         """Start every task and return once all of them listen.
 
         Raises:
@@ -457,7 +462,7 @@ class LocalCluster:
             return self
         if not _warned:
             _warned = True
-            warnings.warn(_SECURITY_WARNING, stacklevel=2)
+            warnings.warn(_SECURITY_WARNING, stacklevel=_warn_level)
         try:
             if self.mode == "process":
                 self._start_processes()

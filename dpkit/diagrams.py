@@ -117,3 +117,62 @@ def parallelism_taxonomy():
     )
     fig.tight_layout()
     return fig
+
+
+def cluster_roles(num_workers: int = 2, num_ps: int = 2):
+    """Two panels: a ``ParameterServerStrategy`` cluster and a ``MultiWorkerMirrored`` one.
+
+    Introduced in lesson 06. Left: the chief sends steps to the workers, which read weights
+    from and send updates to the ps tasks. Right: workers only, all-reducing gradients.
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    def box(ax, x, y, w, label, colour):
+        ax.add_patch(
+            FancyBboxPatch((x, y), w, 0.5, boxstyle="round,pad=0.03", fc=colour, ec="black", lw=0.8)
+        )
+        ax.text(x + w / 2, y + 0.25, label, ha="center", va="center", fontsize=8)
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    width = 1.3
+    worker_x = [i * 1.7 for i in range(num_workers)]
+    span = worker_x[-1] + width
+
+    ax = axes[0]
+    box(ax, span / 2 - width / 2, 2.4, width, "chief\n(your Python loop)", "#ffb703")
+    for i, x in enumerate(worker_x):
+        box(ax, x, 1.2, width, f"worker:{i}\nforward, backward", _LAYER_COLOURS[0])
+        _arrow(ax, (span / 2, 2.4), (x + width / 2, 1.75))
+    ps_x = [span * (j + 0.5) / num_ps - width / 2 for j in range(num_ps)]
+    for j, x in enumerate(ps_x):
+        box(ax, x, 0.0, width, f"ps:{j}\nvariables", "#cdb4db")
+        for wx in worker_x:
+            ax.annotate(
+                "",
+                xy=(x + width / 2, 0.55),
+                xytext=(wx + width / 2, 1.15),
+                arrowprops=dict(arrowstyle="<->", color=_DEVICE_EDGE, lw=0.8),
+            )
+    ax.text(span / 2, 2.1, "schedule(step)", ha="center", fontsize=7, color=_DEVICE_EDGE)
+    ax.text(span / 2, 0.85, "weights down, updates up", ha="center", fontsize=7)
+    ax.set_title("ParameterServerStrategy: asynchronous", fontsize=10)
+
+    ax = axes[1]
+    for i, x in enumerate(worker_x):
+        box(ax, x, 1.2, width, f"worker:{i}\nall variables", _LAYER_COLOURS[0])
+    for a, b in zip(worker_x, worker_x[1:]):  # neighbours exchange gradient chunks
+        _arrow(ax, (a + width + 0.03, 1.55), (b - 0.03, 1.55), _DEVICE_EDGE)
+        _arrow(ax, (b - 0.03, 1.35), (a + width + 0.03, 1.35), _DEVICE_EDGE)
+    note = "all-reduce the gradients (no ps):\nevery copy takes the same step"
+    ax.text(span / 2, 0.6, note, ha="center", fontsize=7)
+    ax.set_title("MultiWorkerMirroredStrategy: synchronous", fontsize=10)
+    for ax in axes:
+        ax.set_xlim(-0.2, span + 0.2)
+        ax.set_ylim(-0.2, 3.1)
+        ax.axis("off")
+    fig.tight_layout()
+    return fig

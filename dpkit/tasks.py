@@ -292,6 +292,31 @@ def _mwms(args) -> None:
     _record(done=args.steps, out=args.out)
 
 
+def _worker_session_creator():
+    """TF1's ``WorkerSessionCreator`` with a 0.5 s wait between readiness checks, not 30 s.
+
+    A worker that starts before the chief has initialised the variables otherwise sleeps
+    30 s (the seeds' ``Supervisor`` was given ``recovery_wait_secs=1`` for the same reason).
+    """
+    import tensorflow as tf
+    from tensorflow.python.training import session_manager
+
+    class Creator(tf.compat.v1.train.WorkerSessionCreator):
+        def _get_session_manager(self):
+            if not self._session_manager:
+                self._session_manager = session_manager.SessionManager(
+                    local_init_op=self._scaffold.local_init_op,
+                    local_init_feed_dict=self._scaffold.local_init_feed_dict,
+                    ready_op=self._scaffold.ready_op,
+                    ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
+                    graph=tf.compat.v1.get_default_graph(),
+                    recovery_wait_secs=0.5,
+                )
+            return self._session_manager
+
+    return Creator
+
+
 def _tf1(args) -> None:
     import tensorflow as tf
 
@@ -313,14 +338,20 @@ def _tf1(args) -> None:
                 opt, replicas_to_aggregate=workers, total_num_replicas=workers
             )
         train_op = opt.minimize(loss, global_step=global_step)
-    placement = {"global_step": global_step.device, "w": w.device, "train_op": train_op.device}
+    placement = {"global_step": global_step.device, "w": w.device, "loss": loss.device}
     # num_tokens=0: no token before the first round, so a step returns only once its
     # round is applied (the default hands out one round of tokens up front)
     hooks = [opt.make_session_run_hook(is_chief=chief, num_tokens=0)] if args.sync else []
     config = v1.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{index}"])
-    with v1.train.MonitoredTrainingSession(
-        master="grpc://" + spec["worker"][index], is_chief=chief, hooks=hooks, config=config
-    ) as sess:
+    master = "grpc://" + spec["worker"][index]
+    if chief:
+        session = v1.train.MonitoredTrainingSession(
+            master=master, is_chief=True, hooks=hooks, config=config
+        )
+    else:  # polls every 0.5 s (not 30) until the chief has initialised the variables
+        creator = _worker_session_creator()(master=master, config=config)
+        session = v1.train.MonitoredSession(session_creator=creator, hooks=hooks)
+    with session as sess:
         _record(ready=index, placement=placement)
         for step in range(args.steps):
             sys.stdin.readline()  # Group.send: the caller steps the workers together
