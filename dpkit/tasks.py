@@ -98,8 +98,9 @@ class Group:
         return proc.pid
 
     def _read(self, name: str, stream) -> None:
-        for raw in stream:
-            self._lines.put((name, raw.decode(errors="replace").rstrip("\n")))
+        with stream:  # closed here, at EOF, so that no other thread closes it under us
+            for raw in stream:
+                self._lines.put((name, raw.decode(errors="replace").rstrip("\n")))
         self._lines.put((name, None))
 
     # -- talking to the children
@@ -194,11 +195,11 @@ class Group:
 
     def close(self) -> None:
         """Kill every child's process group and reap it. Safe to call twice."""
-        for proc in self._procs.values():
-            _procs.kill_group(proc)
-            for stream in (proc.stdin, proc.stdout):
-                with contextlib.suppress(OSError, ValueError):
-                    stream.close()
+        for name, proc in self._procs.items():
+            _procs.kill_group(proc)  # its stdout then ends, and the reader closes it
+            with contextlib.suppress(OSError, ValueError):
+                proc.stdin.close()
+            self._stderr[name].close()
 
     def __enter__(self) -> Group:
         return self
