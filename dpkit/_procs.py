@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -28,6 +29,29 @@ def kill_group(proc: subprocess.Popen) -> None:
         except (ProcessLookupError, PermissionError):
             proc.kill()
     proc.wait()
+
+
+def spawn(argv: list, *, stdin=subprocess.DEVNULL, text: bool = False, env: dict | None = None):
+    """Start a dpkit child: its own process group, stdout piped, stderr to a temporary file.
+
+    The environment is :func:`child_env` plus ``env``. The stderr file is unlinked at once,
+    so nothing is left in /tmp even if this process is killed.
+
+    Returns:
+        ``(proc, stderr_file)``; the caller closes the file after :func:`kill_group`.
+    """
+    stderr = tempfile.TemporaryFile(prefix="dpkit-")  # noqa: SIM115 -- the caller closes it
+    proc = subprocess.Popen(
+        argv,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=text,
+        env={**child_env(), **(env or {})},
+        start_new_session=True,  # its own group: killpg reaches it and what it starts, and
+        # a Ctrl-C in the parent's terminal reaches only the parent
+    )
+    return proc, stderr
 
 
 def child_env() -> dict:

@@ -292,8 +292,6 @@ class _Child:
     """One running child: its process, a thread reading its stdout lines, its stderr file."""
 
     def __init__(self, config: Config, argv: list[str] | None = None):
-        # Unlinked at once: nothing is left in /tmp even if this process is killed.
-        self.stderr = tempfile.TemporaryFile(prefix="dpkit-bench-")  # noqa: SIM115
         self.lines: queue.Queue = queue.Queue()
         argv = argv or [
             sys.executable,
@@ -302,15 +300,7 @@ class _Child:
             "--child",
             json.dumps(config.as_dict()),
         ]
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            text=True,
-            env=_procs.child_env(),
-            start_new_session=True,  # its own process group: Ctrl-C reaches only the parent
-        )
+        self.proc, self.stderr = _procs.spawn(argv, text=True)
         with _live_lock:
             _live[self.proc.pid] = self.proc
         self.reader = threading.Thread(target=self._read, daemon=True)

@@ -46,9 +46,7 @@ import numbers
 import os
 import selectors
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -220,17 +218,9 @@ class _Task:
 
     def __init__(self, cluster: dict, task: tuple[str, int], inter_op_threads: int):
         self.task = task
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- closed in close()
         argv = [sys.executable, "-m", "dpkit.cluster", "--serve", json.dumps(cluster)]
         argv += [task[0], str(task[1]), str(inter_op_threads)]
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            env=_procs.child_env(),
-            start_new_session=True,  # its own group: killpg reaches it and nothing else
-        )
+        self.proc, self.stderr = _procs.spawn(argv)
         with _live_lock:
             _live[self.proc.pid] = self
 

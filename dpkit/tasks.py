@@ -30,7 +30,6 @@ import os
 import queue
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -81,15 +80,8 @@ class Group:
             raise ValueError(f"unknown program {program!r}; choose one of {', '.join(PROGRAMS)}.")
         if name in self._procs:
             raise ValueError(f"a task named {name!r} was already started in this group.")
-        stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- closed in close()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dpkit.tasks", program, *map(str, args)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env={**_procs.child_env(), **(env or {})},
-            start_new_session=True,  # its own group: killpg reaches it and what it starts
-        )
+        argv = [sys.executable, "-m", "dpkit.tasks", program, *map(str, args)]
+        proc, stderr = _procs.spawn(argv, stdin=subprocess.PIPE, env=env)
         self._procs[name], self._stderr[name] = proc, stderr
         self.records[name], self._cursor[name], self._ended[name] = [], 0, False
         threading.Thread(
