@@ -3,7 +3,9 @@
 #   make test   create .venv if missing, install, lint, run unit tests and nbval over the notebooks
 # Others: make test-browser (JupyterLab in headless Chromium, screenshots in runs/browser/),
 #         make notebooks (re-execute lessons and solutions in place), make exercises,
-#         make timings (seconds per notebook), make bench (towers vs MirroredStrategy, sweep time,
+#         make timings (seconds per notebook; fails if one takes over 60 s),
+#         make test-under-load (make test with every core kept busy),
+#         make bench (towers vs MirroredStrategy, pinned worker processes, sweep time,
 #         cluster up/down),
 #         make clean.
 
@@ -29,7 +31,8 @@ export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 STAMP := $(VENV)/.dpkit-$(TF_BUILD)
 
-.PHONY: lab test test-browser env lint unit notebooks exercises timings bench clean
+
+.PHONY: lab test test-under-load test-browser env lint unit notebooks exercises timings bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "dpkit needs Python 3.10 or newer; run: make PYTHON=python3.11 ...")'
@@ -55,11 +58,21 @@ unit: $(STAMP)
 
 # Unit tests, then nbval re-executes every lesson and solution in a fresh kernel and
 # compares the cells marked NBVAL_CHECK_OUTPUT with their committed outputs.
+# pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
+# cells, and each test file, in one worker); the notebooks go first, they are the longest.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(MAKE) --no-print-directory lint
-	$(PY) tools/make_exercises.py --check
-	$(PY) -m pytest tests lessons solutions --nbval-lax --nbval-current-env \
-		--nbval-cell-timeout=600 -p no:cacheprovider -v
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory lint && \
+	$(PY) tools/make_exercises.py --check && \
+	$(PY) -m pytest lessons solutions tests --nbval-lax --nbval-current-env \
+		--nbval-cell-timeout=900 -p no:cacheprovider -v -n $(TEST_WORKERS) --dist loadfile \
+		--durations=15; \
+	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
+
+# The same suite while one busy loop per core keeps the machine busy (always stopped after).
+test-under-load: $(STAMP)
+	$(PY) tools/busy.py -- $(MAKE) --no-print-directory test
 
 # The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright.
 # Chromium comes from the system's package manager (Playwright's own download needs the
@@ -87,6 +100,7 @@ timings: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/towers_vs_mirrored.py
+	$(PY) benchmarks/pinned_workers.py
 	$(PY) benchmarks/sweep_time.py
 	$(PY) benchmarks/cluster_up_down.py
 

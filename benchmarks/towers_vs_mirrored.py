@@ -1,21 +1,28 @@
-"""Throughput of dpkit towers against TensorFlow's own data parallelism, in one run.
+"""Throughput of dpkit towers against TensorFlow's own data parallelism, timed the same way.
 
     python benchmarks/towers_vs_mirrored.py [--devices 4] [--batch 256] [--model lenet5]
+                                            [--steps 10] [--rounds 5] [--per-call 10]
 
-On the same logical devices and the same global batch it measures:
+On the same logical devices, the same global batch and the same synthetic data it measures:
 
 * single device: the whole batch through one plain tf.function step on device 0;
 * dpkit towers: towers.make_tower_train_step, variables on the CPU;
 * MirroredStrategy custom loop: strategy.run inside a tf.function;
-* Keras fit under MirroredStrategy.
+* Keras fit under MirroredStrategy;
 
-Each contender lives in a child process of its own (same devices.setup, same synthetic
-batch, same warm-up), so none slows another through shared thread pools or memory. The parent drives
-them in rounds: each round asks every child in turn for the same number of timed steps
-while the others wait idle. It prints examples/sec (median over rounds, and the spread)
-and ratios to the MirroredStrategy custom loop, each the median of the per-round ratios:
-a ratio compares runs made back to back, under the same load on the machine. Children
-are always reaped, also on Ctrl-C.
+each once with one step per Python call and once with ``--per-call`` steps per call (a
+``tf.range`` loop inside one tf.function for the first three, ``steps_per_execution`` for
+Keras fit), which shows what Python dispatch costs per step next to the compute.
+
+Fairness: every contender is timed inside one long call after warm-up. The custom loops
+are timed over ``--steps`` consecutive steps; Keras fit runs ONE ``fit`` call for the whole
+benchmark and a callback reads the clock at the end of the warm-up and at each round's
+boundary, so ``fit``'s per-call set-up (data adapter, iterator, callbacks) is never timed,
+as no contender's set-up is. Each contender lives in a child process of its own; the parent
+drives them in rounds, asking each in turn (order rotated every round) for ``--steps``
+timed steps while the others wait idle. It prints medians, spreads and paired ratios (per
+round, under the same load on the machine), says plainly whether the targets are met, and
+writes everything as JSON under runs/bench/. Children are always reaped, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -23,10 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # dpkit, when run from a checkout
 
 CONTENDERS = (
     "single device",
@@ -34,84 +45,164 @@ CONTENDERS = (
     "MirroredStrategy custom loop",
     "Keras fit + MirroredStrategy",
 )
+REFERENCE = "MirroredStrategy custom loop"
+TARGETS = (  # (contender, over, at least)
+    ("dpkit towers", "MirroredStrategy custom loop", 1.25),
+    ("dpkit towers", "Keras fit + MirroredStrategy", 1.00),
+)
+WARMUP_CALLS = 3
 
 
-def _build(name: str, args):
-    """Build one contender in this (child) process; return run(steps) -> examples/sec."""
+def _reply(**values) -> None:
+    print(json.dumps(values), flush=True)
+
+
+def _next_command() -> str:
+    line = sys.stdin.readline()
+    return line.strip() if line else "quit"
+
+
+def _child(name: str, per_call: int, args) -> int:
+    """Build one contender, warm it up, then answer 'run' with the seconds of one round."""
     import keras
     import tensorflow as tf
 
-    from dpkit import bench, data, devices, models
+    from dpkit import _procs, bench, data, devices, models
 
+    _procs.watch_parent()
     setup = devices.setup(args.devices)
     devs = list(setup.devices)
     keras.utils.set_random_seed(0)
-    shape = (24, 24, 3) if args.model == "cifar10_cnn" else (28, 28, 1)
+    shape = bench.INPUT_SHAPES[args.model]
     x, y = next(iter(data.synthetic(shape, 10, batch_size=args.batch)))
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
 
     def build():
         return models.build(args.model, input_shape=shape)
 
     # The same warm-up in every child: a few single-device steps of a throwaway model.
     # A fresh process ran the MirroredStrategy loop up to 1.5x slower than one that had
-    # trained any model before (measured, cause not pinned down), so every contender
-    # starts from that same warmed-up state.
-    dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
+    # trained any model before, so every contender starts from that same state.
     warm_step, _ = bench.make_step("single", build, devs, dataset, global_batch=args.batch)
-    for _ in range(5):
+    for _ in range(3):
         float(warm_step())
-
-    def timed(step):
-        def run(steps):
-            start = time.perf_counter()
-            for _ in range(steps):
-                loss = step()
-            float(loss)  # wait for the last step
-            return steps * args.batch / (time.perf_counter() - start)
-
-        return run
+    calls_per_round = args.steps // per_call
+    machine = {
+        "tensorflow": tf.__version__,
+        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads() or "default",
+        "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads() or "default",
+        "devices": devs,
+        "device_case": setup.case,
+    }
 
     if name == "Keras fit + MirroredStrategy":
         strategy = tf.distribute.MirroredStrategy(devs)
         with strategy.scope():
             model = build()
-            model.compile(optimizer=keras.optimizers.SGD(0.01), loss=loss_fn, jit_compile=False)
+            model.compile(
+                optimizer=keras.optimizers.SGD(0.01),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                steps_per_execution=per_call,
+                jit_compile=False,
+            )
 
-        def run_fit(steps):
-            start = time.perf_counter()
-            model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
-            return steps * args.batch / (time.perf_counter() - start)
+        class RoundClock(keras.callbacks.Callback):
+            """Reads the clock at the end of the warm-up and at every round's boundary."""
 
-        return run_fit
+            def __init__(self):
+                super().__init__()
+                self.calls, self.start = 0, None
 
-    # The same steps `python -m dpkit bench` times.
+            def on_train_batch_end(self, batch, logs=None):
+                self.calls += 1
+                done = self.calls - WARMUP_CALLS
+                if done < 0 or done % calls_per_round:
+                    return
+                float(logs["loss"])  # waits for the last step
+                if self.start is not None:
+                    _reply(seconds=time.perf_counter() - self.start)
+                else:
+                    _reply(ready=name, **machine)
+                if _next_command() != "run":
+                    self.model.stop_training = True
+                    return
+                self.start = time.perf_counter()
+
+        total_calls = WARMUP_CALLS + args.rounds * calls_per_round
+        clock = RoundClock()
+        try:
+            model.fit(
+                dataset,
+                steps_per_epoch=total_calls * per_call,
+                epochs=1,
+                verbose=0,
+                callbacks=[clock],
+            )
+        except Exception as error:  # noqa: BLE001 -- reported, not hidden
+            if clock.start is not None:
+                raise
+            # Keras 3 fit with steps_per_execution > 1 under MirroredStrategy fails in
+            # graph building (keras-team/keras#19246, open); say so instead of timing nothing
+            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            _reply(failed=f"{type(error).__name__}: {first}", **machine)
+        return 0
+
     kind = {"single device": "single", "dpkit towers": "towers"}.get(name, "mirrored")
-    step, _ = bench.make_step(kind, build, devs, dataset, global_batch=args.batch)
-    return timed(step)
-
-
-def _child(name: str, args) -> int:
-    """Serve 'run N' requests on stdin with one JSON line each on stdout."""
-    run = _build(name, args)
-    run(3)  # tracing and first-step costs
-    print(json.dumps({"ready": name}), flush=True)
-    for line in sys.stdin:
-        if line.strip() == "quit":
-            break
-        steps = int(line.split()[1])
-        print(json.dumps({"examples_per_sec": run(steps)}), flush=True)
+    step, _ = bench.make_step(
+        kind, build, devs, dataset, global_batch=args.batch, steps_per_call=per_call
+    )
+    for _ in range(WARMUP_CALLS):
+        float(step())  # tracing and first-step costs
+    _reply(ready=name, **machine)
+    while _next_command() == "run":
+        start = time.perf_counter()
+        for _ in range(calls_per_round):
+            loss = step()
+        float(loss)  # waits for the last step
+        _reply(seconds=time.perf_counter() - start)
     return 0
 
 
-def _ask(proc, request: str) -> dict:
-    if request:
-        proc.stdin.write(request + "\n")
-        proc.stdin.flush()
-    line = proc.stdout.readline()
-    if not line:
-        raise RuntimeError(f"benchmark child exited early ({proc.poll()}); see its stderr above")
-    return json.loads(line)
+def _read(child, what: str) -> dict:
+    while True:
+        line = child.stdout.readline()
+        if not line:
+            code = child.wait()
+            raise RuntimeError(
+                f"the benchmark child for {what} exited (code {code}) before answering; "
+                f"its stderr:\n{_procs_tail(child)}"
+            )
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue  # a line some library printed
+
+
+def _procs_tail(child) -> str:
+    from dpkit import _procs
+
+    return _procs.tail(child.stderr_file)
+
+
+def _machine() -> dict:
+    from dpkit import pinned
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    return {
+        "cpu": model,
+        "usable_cores": len(pinned.usable_cores()),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def _summary(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
 
 
 def main(argv=None) -> int:
@@ -122,65 +213,152 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=256, help="global batch size")
     parser.add_argument("--model", default="lenet5")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per round")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--per-call", type=int, default=10, help="steps per tf.function call in the second set"
+    )
+    parser.add_argument("--out", default=None, help="JSON file (default: runs/bench/...)")
     parser.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    parser.add_argument("--child-per-call", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     if args.child:
-        return _child(args.child, args)
+        code = _child(args.child, args.child_per_call, args)
+        sys.stdout.flush()
+        os._exit(code)  # skip TensorFlow's teardown
 
-    from dpkit import models, towers
+    from dpkit import _checks, _procs, bench, models, towers
 
     towers.shard_sizes(args.batch, args.devices)  # fail early, with the fix, if it does not divide
     models.build(args.model)  # fail early on an unknown model name
+    for what in ("steps", "rounds", "per_call"):
+        _checks.whole(getattr(args, what), f"--{what.replace('_', '-')}", 1, "e.g. 10")
+    if args.steps % args.per_call:
+        parser.error(f"--steps {args.steps} must be a multiple of --per-call {args.per_call}")
+    if args.model not in bench.INPUT_SHAPES:
+        parser.error(f"--model must be one of {', '.join(bench.INPUT_SHAPES)}")
+
     common = ["--devices", str(args.devices), "--batch", str(args.batch), "--model", args.model]
-    procs = {}
+    common += ["--steps", str(args.steps), "--rounds", str(args.rounds)]
+    keys = [(name, k) for k in sorted({1, args.per_call}) for name in CONTENDERS]
+    label = {key: f"{key[0]} [{key[1]}/call]" for key in keys}
+    children = {}
     try:
-        for name in CONTENDERS:
-            print(f"starting: {name}", flush=True)
-            procs[name] = subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__), "--child", name, *common],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            _ask(procs[name], "")  # wait until it is built and warmed up, alone
+        for name, k in keys:  # start them all; each warms up while the others start
+            argv_child = [sys.executable, os.path.abspath(__file__), "--child", name]
+            argv_child += ["--child-per-call", str(k), *common]
+            proc, stderr = _procs.spawn(argv_child, stdin=subprocess.PIPE, text=True)
+            proc.stderr_file = stderr
+            children[(name, k)] = proc
+        print(f"started {len(children)} children; building and warming up ...", flush=True)
+        info = {key: _read(proc, label[key]) for key, proc in children.items()}
+        failed = {key: i["failed"] for key, i in info.items() if "failed" in i}
+        for key, why in failed.items():
+            print(f"NOT MEASURED: {label[key]} failed before its first step: {why}", flush=True)
+            if key[0] == "Keras fit + MirroredStrategy":
+                print("  (a known Keras 3 bug: keras-team/keras#19246)", flush=True)
+            _procs.kill_group(children[key])
+        keys = [key for key in keys if key not in failed]
+        machine = {**_machine(), **{k: v for k, v in info[keys[0]].items() if k != "ready"}}
         print(
-            f"{args.model}, global batch {args.batch}, {args.devices} devices; "
-            f"{args.rounds} rounds of {args.steps} steps",
+            f"machine: {machine['cpu']}, {machine['usable_cores']} usable cores, "
+            f"TensorFlow {machine['tensorflow']}, intra-op threads {machine['intra_op_threads']}, "
+            f"inter-op threads {machine['inter_op_threads']}\n"
+            f"run: {args.model}, global batch {args.batch}, {args.devices} devices "
+            f"({machine['device_case']}); {args.rounds} rounds of {args.steps} steps per contender",
             flush=True,
         )
-        rates = {name: [] for name in CONTENDERS}
+        seconds = {key: [] for key in keys}
         for r in range(args.rounds):
-            for name, proc in procs.items():
-                rates[name].append(_ask(proc, f"run {args.steps}")["examples_per_sec"])
-            print(f"  round {r + 1}/{args.rounds}", flush=True)
-        for proc in procs.values():
-            proc.stdin.write("quit\n")
-            proc.stdin.flush()
+            order = keys[r % len(keys) :] + keys[: r % len(keys)]
+            for key in order:
+                proc = children[key]
+                proc.stdin.write("run\n")
+                proc.stdin.flush()
+                seconds[key].append(_read(proc, label[key])["seconds"])
+            print(f"  round {r + 1}/{args.rounds} done", flush=True)
+        for key in keys:
+            children[key].stdin.write("quit\n")
+            children[key].stdin.flush()
+        for key in keys:
+            children[key].wait(timeout=120)
     finally:
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        for proc in children.values():
+            _procs.kill_group(proc)
+            proc.stderr_file.close()
+
+    rate = {key: [args.batch * args.steps / s for s in v] for key, v in seconds.items()}
 
     def paired(a, b):
-        return statistics.median(x / y for x, y in zip(rates[a], rates[b]))
+        if a not in rate or b not in rate:
+            return None
+        return [x / y for x, y in zip(rate[a], rate[b])]
 
-    reference = "MirroredStrategy custom loop"
-    print(f"\n{'contender':30s} {'examples/sec':>13s} {'spread':>8s} {'vs MS loop':>10s}")
-    for name, values in rates.items():
-        median = statistics.median(values)
-        spread = (max(values) - min(values)) / median
-        print(f"{name:30s} {median:13,.0f} {spread:7.0%} {paired(name, reference):9.2f}x")
-    ratio = paired("dpkit towers", reference)
-    print(f"\ndpkit towers / MirroredStrategy custom loop: {ratio:.2f}x (target >= 1.25x)")
-    ratio = paired("dpkit towers", "Keras fit + MirroredStrategy")
-    print(f"dpkit towers / Keras fit + MirroredStrategy: {ratio:.2f}x (target >= 1.00x)")
+    def ratio_text(values):
+        if values is None:
+            return "n/a (not measured)"
+        ratio, low, high = _summary(values)
+        return f"{ratio:.2f}x [{low:.2f}-{high:.2f}]"
+
+    lines = [
+        f"\n{'contender':44s} {'examples/sec':>12s} {'spread':>7s} {'vs MS loop [range]':>22s}"
+    ]
+    for key in keys:
+        median, low, high = _summary(rate[key])
+        lines.append(
+            f"{label[key]:44s} {median:12,.0f} {(high - low) / median:6.0%} "
+            f"{ratio_text(paired(key, (REFERENCE, key[1]))):>22s}"
+        )
+    for key in failed:
+        lines.append(f"{label[key]:44s} {'failed':>12s}   (see NOT MEASURED above)")
+    if args.per_call > 1:
+        lines.append(
+            f"\nPython dispatch: examples/sec with {args.per_call} steps per call over 1 per call"
+        )
+        for name in CONTENDERS:
+            values = paired((name, args.per_call), (name, 1))
+            lines.append(f"  {name:42s} {ratio_text(values)}")
+    lines.append("\nTargets (paired ratio: median [range over rounds]):")
+    verdicts = []
+    for k in sorted({1, args.per_call}):
+        for name, over, target in TARGETS:
+            values = paired((name, k), (over, k))
+            if values is None:
+                lines.append(f"  {name} / {over} [{k}/call]: not measured (see above)")
+                continue
+            ratio, rlow, rhigh = _summary(values)
+            met = "met" if ratio >= target else "MISSED"
+            sure = " in every round" if rlow >= target else " (not in every round)"
+            verdict = {"contender": name, "over": over, "per_call": k, "target": target}
+            verdict.update(median=ratio, low=rlow, high=rhigh, met=ratio >= target)
+            verdicts.append(verdict)
+            lines.append(
+                f"  {name} / {over} [{k}/call]: {ratio:.2f}x [{rlow:.2f}-{rhigh:.2f}], "
+                f"target >= {target:.2f}x: {met}{sure if met == 'met' else ''}"
+            )
+    print("\n".join(lines), flush=True)
+
+    out = args.out or os.path.join(
+        "runs", "bench", f"towers_vs_mirrored-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    )
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".tmp", "w") as f:
+        json.dump(
+            {
+                "machine": machine,
+                "args": {k: v for k, v in vars(args).items() if not k.startswith("child")},
+                "examples_per_sec": {label[k]: v for k, v in rate.items()},
+                "seconds": {label[k]: v for k, v in seconds.items()},
+                "targets": verdicts,
+                "not_measured": {label[k]: why for k, why in failed.items()},
+            },
+            f,
+            indent=1,
+        )
+    os.replace(out + ".tmp", out)
+    print(f"\nwrote {out}")
     return 0
 
 

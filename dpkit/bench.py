@@ -768,7 +768,16 @@ def matmul_peak(device: str, size: int | None = None, seconds: float = 1.0) -> f
                 return best
 
 
-def make_step(strategy: str, build, devices, dataset, *, global_batch: int, lr: float = 0.01):
+def make_step(
+    strategy: str,
+    build,
+    devices,
+    dataset,
+    *,
+    global_batch: int,
+    lr: float = 0.01,
+    steps_per_call: int = 1,
+):
     """Build a model and one SGD training step for ``strategy`` on ``devices``.
 
     Args:
@@ -780,22 +789,46 @@ def make_step(strategy: str, build, devices, dataset, *, global_batch: int, lr: 
         dataset: an endless ``tf.data.Dataset`` of global batches ``(x, y)``.
         global_batch: examples per step (the mirrored loss divides by it).
         lr: the SGD learning rate.
+        steps_per_call: training steps per call of ``step()``. Above 1 the steps run in a
+            ``tf.range`` loop inside one ``tf.function`` that reads its batches from the
+            iterator itself (the idea behind Keras' ``steps_per_execution``), so Python
+            dispatches one call per ``steps_per_call`` steps.
 
     Returns:
-        ``(step, model)``: ``step()`` trains on the next batch and returns the loss.
+        ``(step, model)``: ``step()`` trains on the next ``steps_per_call`` batches and
+        returns the last step's loss.
     """
     import keras
     import tensorflow as tf
 
-    from dpkit import towers
+    from dpkit import _checks, towers
 
+    _checks.whole(steps_per_call, "steps_per_call", 1, "e.g. steps_per_call=10")
     devs = list(devices)
+
+    def calling(one_step, batches, unpack=True):
+        """One step per Python call, or ``steps_per_call`` steps inside one tf.function."""
+        if steps_per_call == 1:
+            return (
+                (lambda: one_step(*next(batches))) if unpack else (lambda: one_step(next(batches)))
+            )
+
+        @tf.function
+        def several(iterator):
+            for _ in tf.range(steps_per_call - 1):
+                if unpack:
+                    one_step(*next(iterator))
+                else:
+                    one_step(next(iterator))
+            return one_step(*next(iterator)) if unpack else one_step(next(iterator))
+
+        return lambda: several(batches)
+
     if strategy == "towers":
         with towers.variables_on(devs, "cpu"):
             model = build()
         tower_step = towers.make_tower_train_step(model, keras.optimizers.SGD(lr), devs)
-        batches = iter(dataset)
-        return (lambda: tower_step(*next(batches))), model
+        return calling(tower_step, iter(dataset)), model
 
     if strategy == "single":
         with tf.device(devs[0]):
@@ -812,8 +845,7 @@ def make_step(strategy: str, build, devices, dataset, *, global_batch: int, lr: 
                 optimizer.apply_gradients(zip(grads, model.trainable_variables))
             return loss
 
-        batches = iter(dataset)
-        return (lambda: plain_step(*next(batches))), model
+        return calling(plain_step, iter(dataset)), model
 
     if strategy != "mirrored":
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
@@ -837,7 +869,7 @@ def make_step(strategy: str, build, devices, dataset, *, global_batch: int, lr: 
 
         return mirrored.reduce("SUM", mirrored.run(replica, args=batch_xy), axis=None)
 
-    return (lambda: mirrored_step(next(batches))), model
+    return calling(mirrored_step, batches, unpack=False), model
 
 
 def _child_main(config: Config) -> int:

@@ -20,6 +20,7 @@ Programs (each reads its task from ``TF_CONFIG`` or its arguments):
   weights to an ``.npz`` file.
 * ``tf1``: a TF1 between-graph replication worker (``replica_device_setter``, plain SGD or
   ``SyncReplicasOptimizer``) that steps when told to, for the global-step experiment.
+* ``pinned``: a throughput worker of lesson 04 (:mod:`dpkit.pinned`), pinned to one core.
 * ``task``: the task launcher of lesson 07 (:mod:`dpkit.launcher`, ``python -m dpkit task``)
   with the arguments given; it sends its results as records.
 """
@@ -37,7 +38,7 @@ import time
 
 from dpkit import _procs
 
-PROGRAMS = ("mwms", "tf1", "task")
+PROGRAMS = ("mwms", "tf1", "task", "pinned")
 
 
 class TaskFailedError(RuntimeError):
@@ -73,6 +74,7 @@ class Group:
         self._cursor: dict[str, int] = {}
         self._ended: dict[str, bool] = {}
         self._lines: queue.Queue = queue.Queue()
+        self._killed: set[str] = set()
 
     # -- starting
 
@@ -163,7 +165,16 @@ class Group:
             if self._ended[name]:
                 self._procs[name].wait()
                 self._raise_failed(name, f"ended without reporting {key!r}")
+            self._raise_if_another_failed(name)
             self._pump(deadline, f"waiting for {key!r} from task {name}")
+
+    def _raise_if_another_failed(self, name: str) -> None:
+        """A task that failed (not one we killed) ends the wait for any other: in a
+        collective the others would otherwise wait for it until the timeout."""
+        for other, ended in self._ended.items():
+            failed = other != name and ended and other not in self._killed
+            if failed and self._procs[other].wait() != 0:
+                self._raise_failed(other)
 
     def wait(self, timeout: float | None = None) -> dict[str, int]:
         """Wait for every child to end; return ``{name: exit code}`` (all 0).
@@ -192,6 +203,7 @@ class Group:
 
     def kill(self, name: str) -> None:
         """Kill one task's process group (SIGKILL) and reap it."""
+        self._killed.add(name)
         _procs.kill_group(self._procs[name])
 
     def close(self) -> None:
@@ -386,6 +398,13 @@ def _main(argv=None) -> int:
 
         _procs.watch_parent()
         return launcher.main(argv[1:])
+    if argv[:1] == ["pinned"]:
+        from dpkit import pinned
+
+        _procs.watch_parent()
+        pinned.worker_main(argv[1:])
+        sys.stdout.flush()
+        os._exit(0)  # skip TensorFlow's slow and noisy teardown
     args = parser.parse_args(argv)
     _procs.watch_parent()  # exit when whoever started us dies
     {"mwms": _mwms, "tf1": _tf1}[args.program](args)

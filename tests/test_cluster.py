@@ -119,9 +119,9 @@ def test_an_interrupted_or_killed_parent_leaves_no_task(how):
         pids = json.loads(parent.stdout.readline())
         assert len(pids) == 3 and all(not procs.gone(pid) for pid in pids)
         parent.send_signal(how)
-        parent.wait(timeout=10)
+        parent.wait(timeout=120)  # generous: a busy machine is slow, not wrong
         # SIGINT: the with block kills them; SIGKILL: each child's watchdog sees its parent go
-        assert all(procs.wait_gone(pid, 5, group=True) for pid in pids), "a task outlived it"
+        assert all(procs.wait_gone(pid, 60, group=True) for pid in pids), "a task outlived it"
     finally:
         parent.kill()
         parent.wait()
@@ -470,5 +470,5 @@ def test_a_cell_timeout_under_nbval_leaves_no_task(tmp_path):
     assert proc.returncode != 0 and "Timeout" in proc.stdout + proc.stderr, proc.stdout[-2000:]
     pids = json.loads(pids_file.read_text())
     assert sorted(pids) == ["ps:0", "worker:0", "worker:1"]
-    left = [pid for pid in pids.values() if not procs.wait_gone(pid, 10)]
+    left = [pid for pid in pids.values() if not procs.wait_gone(pid, 60)]
     assert left == [], f"task processes outlived the timed-out notebook: {left}"

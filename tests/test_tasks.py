@@ -76,7 +76,7 @@ def test_a_failing_task_is_reported_with_its_stderr_and_the_others_killed(tmp_pa
             tasks.TaskFailedError, match=r"(?s)task worker:0 failed .*needs TF_CONFIG"
         ):
             group.wait()
-    assert procs.wait_gone(other, 5)
+    assert procs.wait_gone(other, 60)
 
 
 def test_a_timeout_stops_every_task(tmp_path):
@@ -86,7 +86,8 @@ def test_a_timeout_stops_every_task(tmp_path):
         start = time.monotonic()
         with pytest.raises(TimeoutError, match="waiting for 'done' from task worker:1 took more"):
             group.wait_for("worker:1", "done")
-        assert time.monotonic() - start < 10
+        # it gave up (after 3 s, much later on a busy machine) instead of waiting for ever
+        assert time.monotonic() - start < 120
     assert procs.gone(pid)
 
 
@@ -129,4 +130,4 @@ def test_a_task_dies_with_the_process_that_started_it():
         parent.send_signal(signal.SIGKILL)
         parent.wait()
         parent.stdout.close()
-    assert procs.wait_gone(pid, 10), "the task outlived its parent (the watchdog did not fire)"
+    assert procs.wait_gone(pid, 60), "the task outlived its parent (the watchdog did not fire)"

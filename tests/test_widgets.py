@@ -109,7 +109,7 @@ def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
     pid = int(re.search(r"pid (\d+)", " ".join(_status_texts(status)[count:])).group(1))
     f.click(stop)
     f.wait_for(lambda: status.state["value"].startswith("stopped"), 30, "the sweep to stop")
-    assert procs.wait_gone(pid, 5)
+    assert procs.wait_gone(pid, 60)
     out = f.execute("print([r.status for r in panel.report.results])")
     assert out[-1]["text"].strip() == "['stopped']"
 

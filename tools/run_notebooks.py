@@ -79,10 +79,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{'notebook'.ljust(width)}  seconds  within {BUDGET_SECONDS} s")
         for p, s in rows:
             print(f"{p.ljust(width)}  {s:7.1f}  {'yes' if s <= BUDGET_SECONDS else 'NO'}")
+    slow = [p for p, s in rows if s > BUDGET_SECONDS]
+    if args.timings and slow:
+        print(
+            f"\nOVER BUDGET: {len(slow)} notebook(s) took more than {BUDGET_SECONDS} s: "
+            f"{', '.join(slow)}. Shrink their parameters cell or their runs.",
+            file=sys.stderr,
+        )
     if failed:
         print(f"{len(failed)} notebook(s) failed: {', '.join(map(str, failed))}", file=sys.stderr)
         return 1
-    return 0
+    return 1 if args.timings and slow else 0
 
 
 if __name__ == "__main__":

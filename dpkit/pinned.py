@@ -1,0 +1,354 @@
+"""Real data parallelism on a CPU: one worker process per core, each pinned to its core.
+
+Introduced in lesson 04. Logical CPU devices (lesson 00) share the same cores, so towers on
+them never add compute. Separate *processes*, each pinned to a core of its own with
+``os.sched_setaffinity`` and running one intra-op thread, are truly separate compute: the
+closest a laptop gets to one GPU per worker. They train data-parallel with
+``MultiWorkerMirroredStrategy`` over loopback: each takes its slice of every global batch
+and the gradients are all-reduced, so the model sees the same updates as one process
+training on the whole batch.
+
+:func:`compare` measures three ways to use ``n`` cores on the same model and global batch:
+
+* ``"1 process, 1 thread"``: one process pinned to one core (the baseline);
+* ``"1 process, n threads"``: one process with ``n`` intra-op threads, the cores shared
+  *inside* each op (intra-op parallelism: TensorFlow splits one matmul or convolution);
+* ``"n pinned workers"``: ``n`` processes, one core and one thread each, data-parallel.
+
+Every contender is started first and warmed up; then the measurement goes in rounds: each
+round asks every contender in turn for one window of ``window_steps`` steps while the
+others wait idle on their stdin. Ratios are taken per round (under the same load on the
+machine) and summarised by their median and range.
+
+Where the operating system cannot pin (macOS has no ``sched_setaffinity``) the workers
+still run as separate processes with one thread each, unpinned, and the result says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+#: Models the workers can train (names for :func:`dpkit.models.build`).
+MODELS = ("lenet5", "cifar10_cnn", "mnist_mlp")
+_SHAPES = {"lenet5": (28, 28, 1), "mnist_mlp": (28, 28, 1), "cifar10_cnn": (24, 24, 3)}
+
+BASELINE = "1 process, 1 thread"
+
+
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on (all of ``os.cpu_count()`` where unknown)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def can_pin() -> bool:
+    """Whether this operating system lets a process pin itself to a core."""
+    return hasattr(os, "sched_setaffinity")
+
+
+def contender_names(workers: int) -> list[str]:
+    """The three contenders' names for ``workers`` cores, baseline first."""
+    return [BASELINE, f"1 process, {workers} threads", f"{workers} pinned workers"]
+
+
+@dataclass
+class Comparison:
+    """What :func:`compare` measured.
+
+    Attributes:
+        model, global_batch, workers: the configuration.
+        window_steps: steps per window.
+        seconds: ``{contender: [seconds of each window]}`` in round order.
+        pinned: whether the processes were pinned to cores.
+        cores: the cores used.
+        threads: ``{contender: intra-op threads per process}``.
+        machine: what ran it (cores, TensorFlow version).
+        checksums: ``{contender: [sum of the weights in each process]}`` after the run.
+    """
+
+    model: str
+    global_batch: int
+    workers: int
+    window_steps: int
+    seconds: dict = field(default_factory=dict)
+    pinned: bool = True
+    cores: list = field(default_factory=list)
+    threads: dict = field(default_factory=dict)
+    machine: dict = field(default_factory=dict)
+    checksums: dict = field(default_factory=dict)
+
+    def rates(self, name: str) -> list[float]:
+        """Examples/sec of each window of contender ``name``."""
+        return [self.global_batch * self.window_steps / s for s in self.seconds[name]]
+
+    def median(self, name: str) -> float:
+        return statistics.median(self.rates(name))
+
+    def interval(self, name: str) -> tuple[float, float]:
+        """The lowest and highest window rate: the range the plot draws."""
+        rates = self.rates(name)
+        return min(rates), max(rates)
+
+    def speedups(self, name: str, over: str = BASELINE) -> list[float]:
+        """``name``'s rate over ``over``'s, one ratio per round (paired)."""
+        return [b / a for a, b in zip(self.seconds[name], self.seconds[over])]
+
+    def speedup(self, name: str, over: str = BASELINE) -> float:
+        """Median of the paired per-round ratios."""
+        return statistics.median(self.speedups(name, over))
+
+    def table(self) -> str:
+        """Medians, ranges and paired speed-ups, one line per contender."""
+        lines = [
+            f"{self.model}, global batch {self.global_batch}, {len(self.seconds[BASELINE])} rounds "
+            f"of {self.window_steps} steps; cores {self.cores}"
+            + ("" if self.pinned else " (NOT pinned: this OS has no sched_setaffinity)"),
+            f"{'contender':24s} {'examples/sec':>12s} {'range':>15s} {'speed-up':>9s} "
+            f"{'range':>13s}",
+        ]
+        for name in self.seconds:
+            low, high = self.interval(name)
+            ups = self.speedups(name)
+            lines.append(
+                f"{name:24s} {self.median(name):12,.0f} {low:7,.0f}-{high:<7,.0f} "
+                f"{self.speedup(name):8.2f}x {min(ups):6.2f}-{max(ups):.2f}x"
+            )
+        return "\n".join(lines)
+
+    def plot(self, ax=None):
+        """Median examples/sec per contender, with a bar for the range of its windows."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 2.8))
+        names = list(self.seconds)
+        medians = [self.median(n) for n in names]
+        lows = [m - self.interval(n)[0] for m, n in zip(medians, names)]
+        highs = [self.interval(n)[1] - m for m, n in zip(medians, names)]
+        colours = ["#8ecae6", "#219ebc", "#fb8500"][: len(names)]
+        ax.barh(names, medians, xerr=[lows, highs], color=colours, capsize=4)
+        base = self.median(BASELINE)
+        for i, name in enumerate(names):
+            ax.text(medians[i] * 0.02, i, f"{self.speedup(name):.2f}x", va="center", fontsize=9)
+        ax.axvline(base * self.workers, ls="--", color="grey")
+        ax.text(base * self.workers, len(names) - 0.55, f" {self.workers}x baseline", fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("examples / sec (bar: median; whisker: slowest to fastest window)")
+        return ax
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, timeout):
+    from dpkit import _checks
+
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}.")
+    cores = usable_cores()
+    if workers is None:
+        workers = len(cores)
+    _checks.whole(workers, "workers", 2, "e.g. workers=2 (one per core)")
+    if workers > len(cores):
+        raise ValueError(
+            f"workers={workers} but this process may use only {len(cores)} core(s) {cores}; "
+            "a pinned worker needs a core of its own: use workers<=" + str(len(cores)) + "."
+        )
+    _checks.whole(global_batch, "global_batch", workers, "e.g. global_batch=256")
+    if global_batch % workers:
+        raise ValueError(
+            f"a global batch of {global_batch} does not split evenly over {workers} workers; "
+            f"use a multiple of {workers}, e.g. {global_batch - global_batch % workers or workers}."
+        )
+    _checks.whole(rounds, "rounds", 1, "e.g. rounds=5")
+    _checks.whole(window_steps, "window_steps", 1, "e.g. window_steps=2")
+    _checks.whole(warmup_steps, "warmup_steps", 1, "e.g. warmup_steps=2 (tracing happens there)")
+    _checks.positive_seconds(timeout, "timeout")
+    return workers, cores[:workers]
+
+
+def compare(
+    *,
+    model: str = "lenet5",
+    global_batch: int = 256,
+    workers: int | None = None,
+    rounds: int = 5,
+    window_steps: int = 2,
+    warmup_steps: int = 2,
+    seed: int = 0,
+    timeout: float = 600.0,
+    echo=None,
+) -> Comparison:
+    """Measure one thread, all threads in one process, and pinned worker processes.
+
+    Args:
+        model: one of :data:`MODELS`.
+        global_batch: examples per step, the same for every contender (strong scaling);
+            each pinned worker takes ``global_batch / workers`` of them.
+        workers: cores to use (default: every core this process may use; at least 2).
+        rounds: windows measured per contender, interleaved round by round.
+        window_steps: steps per window.
+        warmup_steps: steps each contender runs before measuring (tracing, allocation).
+        seed: seeds weights and data (the same in every contender).
+        timeout: seconds any one wait may take before every process is killed
+            (start-up included; generous, so that a busy machine only runs slower).
+        echo: called with progress lines (``print`` for live output; ``None``: silent).
+
+    Returns:
+        A :class:`Comparison`.
+
+    Raises:
+        ValueError: a bad argument, before any process starts.
+        dpkit.tasks.TaskFailedError: a worker failed (its stderr is in the message).
+    """
+    from dpkit import cluster, tasks
+
+    workers, cores = _check(
+        model, global_batch, workers, rounds, window_steps, warmup_steps, timeout
+    )
+    pin = can_pin()
+    names = contender_names(workers)
+    # (processes, cores to pin to or None, intra-op threads)
+    plan = {
+        names[0]: (1, cores[:1], 1),
+        names[1]: (1, None, workers),
+        names[2]: (workers, cores, 1),
+    }
+    common = ["--model", model, "--global_batch", global_batch, "--seed", seed]
+    common += ["--warmup_steps", warmup_steps]
+    say = echo or (lambda line: None)
+    result = Comparison(model, int(global_batch), workers, int(window_steps), pinned=pin)
+    result.cores, result.threads = cores, {n: plan[n][2] for n in names}
+    with tasks.Group(timeout=timeout, echo=None) as group:
+        tasks_of = {}
+        for name, (procs, pin_to, threads) in plan.items():
+            hosts = [f"127.0.0.1:{cluster.free_port()}" for _ in range(procs)]
+            tasks_of[name] = []
+            for i in range(procs):
+                task = f"{name} #{i}" if procs > 1 else name
+                env = {}
+                if procs > 1:
+                    spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
+                    env["TF_CONFIG"] = json.dumps(spec)
+                core = pin_to[i] if (pin and pin_to) else -1
+                group.start(task, "pinned", *common, "--core", core, "--threads", threads, env=env)
+                tasks_of[name].append(task)
+        say(f"started {sum(len(t) for t in tasks_of.values())} processes; warming up")
+        for name, members in tasks_of.items():
+            for task in members:
+                ready = group.wait_for(task, "ready")
+            result.machine.setdefault("tensorflow", ready["tensorflow"])
+            say(f"  ready: {name} (pid {', '.join(str(group.pids[t]) for t in members)})")
+        result.machine["usable_cores"] = len(usable_cores())
+        result.seconds = {name: [] for name in names}
+        for r in range(rounds):
+            for name, members in tasks_of.items():
+                for task in members:
+                    group.send(task, f"run {window_steps}")
+                windows = [group.wait_for(task, "seconds") for task in members]
+                # the window ends when the slowest worker is done
+                result.seconds[name].append(max(w["seconds"] for w in windows))
+            say(
+                f"  round {r + 1}/{rounds}: "
+                + ", ".join(
+                    f"{n} {global_batch * window_steps / result.seconds[n][-1]:,.0f}" for n in names
+                )
+                + " examples/sec"
+            )
+        for name, members in tasks_of.items():
+            for task in members:
+                group.send(task, "checksum")
+            result.checksums[name] = [group.wait_for(t, "checksum")["checksum"] for t in members]
+            for task in members:
+                group.send(task, "quit")
+        group.wait()
+    return result
+
+
+# ----------------------------------------------------------------------------- the worker
+
+
+def _record(**values) -> None:
+    print(json.dumps(values), flush=True)
+
+
+def worker_main(argv=None) -> None:
+    """One contender process (``python -m dpkit.tasks pinned ...``), started by :func:`compare`.
+
+    It pins itself to ``--core`` *before* TensorFlow starts (TensorFlow sizes its thread
+    pools from the cores it may use), trains on synthetic data, and then answers stdin
+    lines: ``run K`` (time K steps, answer ``{"seconds": ...}``), ``checksum`` (the sum of
+    all weights, to check that the workers hold the same model) and ``quit``.
+    """
+    parser = argparse.ArgumentParser(prog="python -m dpkit.tasks pinned")
+    parser.add_argument("--model", default="lenet5", choices=MODELS)
+    parser.add_argument("--global_batch", type=int, default=256)
+    parser.add_argument("--core", type=int, default=-1, help="pin to this core (-1: do not)")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads")
+    parser.add_argument("--warmup_steps", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.core >= 0:
+        os.sched_setaffinity(0, {args.core})
+
+    import keras
+    import tensorflow as tf
+
+    from dpkit import data, models
+
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    # collectives need a second inter-op thread next to the step that waits for them
+    tf.config.threading.set_inter_op_parallelism_threads(max(2, args.threads))
+    spec = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    workers = len(spec.get("cluster", {}).get("worker", [])) or 1
+    index = spec.get("task", {}).get("index", 0)
+    if workers > 1:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    else:
+        strategy = tf.distribute.get_strategy()  # the default: one device, no all-reduce
+    per_worker = args.global_batch // workers
+    shape = _SHAPES[args.model]
+    # every process draws the same global batch and keeps its own slice of it
+    x, y = next(iter(data.synthetic(shape, 10, batch_size=args.global_batch, seed=args.seed)))
+    x, y = x[index * per_worker : (index + 1) * per_worker], y[index * per_worker :][:per_worker]
+    keras.utils.set_random_seed(args.seed)
+    with strategy.scope():
+        model = models.build(args.model, input_shape=shape)
+        optimizer = keras.optimizers.SGD(0.01)
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+    def replica_step(xb, yb):
+        with tf.GradientTape() as tape:
+            losses = per_example(yb, model(xb, training=True))
+            loss = tf.nn.compute_average_loss(losses, global_batch_size=args.global_batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduces first
+        return loss
+
+    @tf.function
+    def step(xb, yb):
+        return strategy.run(replica_step, args=(xb, yb))
+
+    for _ in range(args.warmup_steps):
+        float(step(x, y))
+    _record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
+    for line in sys.stdin:
+        command = line.split()
+        if command[:1] == ["run"]:
+            start = time.perf_counter()
+            for _ in range(int(command[1])):
+                loss = step(x, y)
+            float(loss)  # waits for the last step
+            _record(seconds=time.perf_counter() - start, loss=float(loss))
+        elif command[:1] == ["checksum"]:
+            total = sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in model.weights)
+            _record(checksum=total)
+        elif command[:1] == ["quit"]:
+            break
