@@ -286,7 +286,7 @@ def test_an_interrupted_or_killed_sweep_leaves_no_child(how):
         child = int(driver.stdout.readline())
         assert not procs.gone(child)
         driver.send_signal(how)
-        driver.wait(timeout=30)
+        driver.wait(timeout=120)
         # Ctrl-C: the runner kills its child before the driver exits. kill -9: the driver
         # cannot do anything, so the child's watchdog notices its parent is gone.
         assert procs.wait_gone(child, 15, group=True), "the bench child outlived its sweep"

@@ -96,7 +96,10 @@ def test_the_first_cluster_warns_that_servers_are_open_to_the_network(monkeypatc
 
 
 PARENT = """
-import json, sys, time
+import json, signal, sys, time
+# Ctrl-C must raise KeyboardInterrupt even where this test runs in the background (a
+# non-interactive shell's background job, a test-runner worker) with SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from dpkit import cluster
 with cluster.LocalCluster(num_workers=2, num_ps=1) as c:
     print(json.dumps(list(c.pids.values())), flush=True)
