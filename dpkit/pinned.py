@@ -317,7 +317,8 @@ def worker_main(argv=None) -> None:
     shape = _SHAPES[args.model]
     # every process draws the same global batch and keeps its own slice of it
     x, y = next(iter(data.synthetic(shape, 10, batch_size=args.global_batch, seed=args.seed)))
-    x, y = x[index * per_worker : (index + 1) * per_worker], y[index * per_worker :][:per_worker]
+    mine = slice(index * per_worker, (index + 1) * per_worker)
+    x, y = x[mine], y[mine]
     keras.utils.set_random_seed(args.seed)
     with strategy.scope():
         model = models.build(args.model, input_shape=shape)
