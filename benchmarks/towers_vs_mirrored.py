@@ -164,24 +164,20 @@ def _child(name: str, per_call: int, args) -> int:
 
 
 def _read(child, what: str) -> dict:
+    from dpkit import _procs
+
     while True:
         line = child.stdout.readline()
         if not line:
             code = child.wait()
             raise RuntimeError(
                 f"the benchmark child for {what} exited (code {code}) before answering; "
-                f"its stderr:\n{_procs_tail(child)}"
+                f"its stderr:\n{_procs.tail(child.stderr_file)}"
             )
         try:
             return json.loads(line)
         except ValueError:
             continue  # a line some library printed
-
-
-def _procs_tail(child) -> str:
-    from dpkit import _procs
-
-    return _procs.tail(child.stderr_file)
 
 
 def _machine() -> dict:

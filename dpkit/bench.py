@@ -41,7 +41,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from dpkit import _procs
+from dpkit import _checks, _procs
 
 STRATEGIES = ("single", "towers", "mirrored")
 MODELS = ("lenet5", "cifar10_cnn", "mnist_mlp")
@@ -52,12 +52,6 @@ INPUT_SHAPES = {"lenet5": (28, 28, 1), "mnist_mlp": (28, 28, 1), "cifar10_cnn": 
 
 #: Results file format version (``save`` / ``load``).
 FORMAT_VERSION = 1
-
-
-def _whole(value, what: str, minimum: int, example: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{what} must be a whole number >= {minimum}, got {value!r}; {example}.")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -139,9 +133,11 @@ class Config:
                 f"devices must be a whole number from 1 to {_devices.MAX_DEVICES}, got "
                 f"{self.devices!r}; e.g. devices=2 (or --devices 1 2 4 on the command line)."
             )
-        _whole(self.batch, "batch", 1, "e.g. batch=256")
+        _checks.whole(self.batch, "batch", 1, "e.g. batch=256")
         for name in ("warmup_steps", "window_steps", "windows"):
-            _whole(getattr(self, name), name, 0 if name == "warmup_steps" else 1, f"e.g. {name}=5")
+            _checks.whole(
+                getattr(self, name), name, 0 if name == "warmup_steps" else 1, f"e.g. {name}=5"
+            )
         if self.strategy == "single" and self.devices != 1:
             raise ValueError(
                 f"strategy 'single' trains on one device, but devices={self.devices}; use "
@@ -461,7 +457,7 @@ def _device_counts(counts) -> list[int]:
 
 def powers_of_two(up_to: int) -> list[int]:
     """``[1, 2, 4, ...]`` up to and including ``up_to`` (which is added if not a power)."""
-    up_to = _whole(up_to, "up_to", 1, "e.g. powers_of_two(4)")
+    up_to = _checks.whole(up_to, "up_to", 1, "e.g. powers_of_two(4)")
     counts = [2**k for k in range(int(math.log2(up_to)) + 1)]
     return counts if counts[-1] == up_to else [*counts, up_to]
 
@@ -801,26 +797,21 @@ def make_step(
     import keras
     import tensorflow as tf
 
-    from dpkit import _checks, towers
+    from dpkit import towers
 
     _checks.whole(steps_per_call, "steps_per_call", 1, "e.g. steps_per_call=10")
     devs = list(devices)
 
-    def calling(one_step, batches, unpack=True):
-        """One step per Python call, or ``steps_per_call`` steps inside one tf.function."""
+    def calling(one_step, batches):
+        """`one_step(batch)` once per Python call, or `steps_per_call` times in a tf.function."""
         if steps_per_call == 1:
-            return (
-                (lambda: one_step(*next(batches))) if unpack else (lambda: one_step(next(batches)))
-            )
+            return lambda: one_step(next(batches))
 
         @tf.function
         def several(iterator):
             for _ in tf.range(steps_per_call - 1):
-                if unpack:
-                    one_step(*next(iterator))
-                else:
-                    one_step(next(iterator))
-            return one_step(*next(iterator)) if unpack else one_step(next(iterator))
+                one_step(next(iterator))
+            return one_step(next(iterator))
 
         return lambda: several(batches)
 
@@ -828,7 +819,7 @@ def make_step(
         with towers.variables_on(devs, "cpu"):
             model = build()
         tower_step = towers.make_tower_train_step(model, keras.optimizers.SGD(lr), devs)
-        return calling(tower_step, iter(dataset)), model
+        return calling(lambda batch: tower_step(*batch), iter(dataset)), model
 
     if strategy == "single":
         with tf.device(devs[0]):
@@ -845,7 +836,7 @@ def make_step(
                 optimizer.apply_gradients(zip(grads, model.trainable_variables))
             return loss
 
-        return calling(plain_step, iter(dataset)), model
+        return calling(lambda batch: plain_step(*batch), iter(dataset)), model
 
     if strategy != "mirrored":
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
@@ -869,7 +860,7 @@ def make_step(
 
         return mirrored.reduce("SUM", mirrored.run(replica, args=batch_xy), axis=None)
 
-    return calling(mirrored_step, batches, unpack=False), model
+    return calling(mirrored_step, batches), model
 
 
 def _child_main(config: Config) -> int:
