@@ -13,12 +13,24 @@ The exercise keeps everything else and puts, at the marker's indentation,
 
 Outputs are cleared, and a first cell names the solution it was generated from.
 Never edit an exercise by hand: edit the solution and run this again.
+
+Both notebooks also get nbgrader's cell metadata, written from the same markers, so that a
+teacher can run `nbgrader generate_assignment` on the solutions and `nbgrader autograde` on
+what learners hand in (README, "Teaching with it"):
+
+- a cell with a marked region is a solution cell (`answer-1`, `answer-2`, ... in order);
+- a code cell tagged `check` is a graded test cell worth POINTS_PER_CHECK point(s), named
+  after its docstring ("Check 3a: ..." -> `check-3a`) and locked;
+- every other cell is locked (read-only): nbgrader restores it before grading.
+
+The solutions are rewritten in place when their metadata is stale; `--check` reports it.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -30,6 +42,9 @@ import nbio  # noqa: E402
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 DEFAULT_HINT = "write your code here"
+POINTS_PER_CHECK = 1
+NBGRADER_SCHEMA = 3
+CHECK_NAME = re.compile(r'^[ \t]*(?:#[^\n]*\n[ \t]*)*"""\s*Check (\w+):', re.MULTILINE)
 
 
 class MarkerError(ValueError):
@@ -76,9 +91,33 @@ def header_cell(solution_name: str) -> nbformat.NotebookNode:
     return cell
 
 
+def grading_metadata(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """A copy of `nb` whose cells carry nbgrader's metadata (see the module docstring)."""
+    nb = copy.deepcopy(nb)
+    answers = 0
+    for index, cell in enumerate(nb.cells):
+        source = nbio.code_source(cell)
+        meta = {"grade": False, "locked": True, "solution": False, "task": False}
+        if cell.cell_type == "code" and BEGIN in source:
+            answers += 1
+            meta.update(grade_id=f"answer-{answers}", locked=False, solution=True)
+        elif cell.cell_type == "code" and nbio.has_tag(cell, "check"):
+            found = CHECK_NAME.search(source)
+            if not found:
+                raise MarkerError(
+                    f"solutions/{name}, cell {index}: a check cell must open with a docstring "
+                    '"""Check N: ...""" (its name becomes the nbgrader grade id).'
+                )
+            meta.update(grade_id=f"check-{found.group(1)}", grade=True, points=POINTS_PER_CHECK)
+        else:
+            meta["grade_id"] = f"cell-{cell.get('id') or index}"
+        cell.metadata["nbgrader"] = {**meta, "schema_version": NBGRADER_SCHEMA}
+    return nb
+
+
 def make_exercise(solution: nbformat.NotebookNode, solution_name: str) -> nbformat.NotebookNode:
     """The exercise notebook for one solution notebook."""
-    nb = copy.deepcopy(solution)
+    nb = grading_metadata(solution, solution_name)
     found = 0
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -97,12 +136,14 @@ def make_exercise(solution: nbformat.NotebookNode, solution_name: str) -> nbform
     return nb
 
 
-def expected(solutions_dir: Path) -> dict[str, str]:
-    """exercise file name -> the text it must have."""
-    return {
-        path.name: nbio.dumps(make_exercise(nbio.read(path), path.name))
-        for path in sorted(solutions_dir.glob("*.ipynb"))
-    }
+def expected(solutions_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(exercise file name -> the text it must have, solution name -> the text it must have)."""
+    exercises, solutions = {}, {}
+    for path in sorted(solutions_dir.glob("*.ipynb")):
+        solution = nbio.read(path)
+        solutions[path.name] = nbio.dumps(grading_metadata(solution, path.name))
+        exercises[path.name] = nbio.dumps(make_exercise(solution, path.name))
+    return exercises, solutions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        wanted = expected(args.solutions)
+        wanted, solutions = expected(args.solutions)
     except MarkerError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -131,14 +172,25 @@ def main(argv: list[str] | None = None) -> int:
             if n not in present or (args.exercises / n).read_text(encoding="utf-8") != text
         ]
         orphans = sorted(present - set(wanted))
+        unmarked = [
+            n
+            for n, text in solutions.items()
+            if (args.solutions / n).read_text(encoding="utf-8") != text
+        ]
+        for name in unmarked:
+            print(f"solutions/{name} lacks current nbgrader metadata: run `make exercises`")
         for name in stale:
             print(f"exercises/{name} is out of date with solutions/{name}: run `make exercises`")
         for name in orphans:
             print(f"exercises/{name} has no solutions/{name}: delete it or add the solution")
-        if stale or orphans:
+        if stale or orphans or unmarked:
             return 1
         print(f"exercises up to date ({len(wanted)} notebook(s))")
         return 0
+    for name, text in solutions.items():
+        if (args.solutions / name).read_text(encoding="utf-8") != text:
+            nbio.write_text(text, args.solutions / name)
+            print(f"updated the nbgrader metadata of solutions/{name}")
     args.exercises.mkdir(exist_ok=True)
     for name, text in wanted.items():
         (args.exercises / name).write_text(text, encoding="utf-8")

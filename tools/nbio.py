@@ -44,9 +44,14 @@ def dumps(nb: nbformat.NotebookNode) -> str:
 
 def write(nb: nbformat.NotebookNode, path: str | Path) -> None:
     """Write a notebook in normal form (atomically: a crash leaves the old file intact)."""
+    write_text(dumps(nb), path)
+
+
+def write_text(text: str, path: str | Path) -> None:
+    """Write a notebook's text atomically: a crash leaves the old file intact."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(dumps(nb), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
 
 

@@ -1,0 +1,139 @@
+"""Run a solution notebook in one live kernel, then try other answers in it.
+
+`tests/test_wrong_answers.py` uses this: executing the whole
+notebook once per wrong answer would take minutes, so the notebook runs once and each
+answer re-runs only the cells from its answer cell to its check cell; afterwards those
+cells run again as written, so the next answer starts from the solution's state.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbclient import NotebookClient
+
+from tests.notebooks import make_exercises, nbio
+from tests.wrong_answers.base import Wrong
+
+BEGIN = make_exercises.BEGIN
+
+
+@dataclass
+class Outcome:
+    """What one check cell did: its error (if any) and its printed text."""
+
+    ename: str | None
+    evalue: str
+    text: str
+
+    @property
+    def passed(self) -> bool:
+        return self.ename is None and "passed" in self.text
+
+
+def check_name(cell) -> str | None:
+    """'3a' for a check cell whose docstring starts "Check 3a:", else None."""
+    if cell.cell_type != "code" or not nbio.has_tag(cell, "check"):
+        return None
+    found = make_exercises.CHECK_NAME.search(nbio.code_source(cell))
+    return found.group(1) if found else None
+
+
+def outcome(cell) -> Outcome:
+    errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
+    if errors:
+        return Outcome(errors[0].ename, errors[0].evalue, text)
+    return Outcome(None, "", text)
+
+
+class AnswerKernel:
+    """One solution notebook executed in a kernel that stays up for more answers."""
+
+    def __init__(self, path: Path, timeout: int = 600):
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+        os.environ.setdefault("DPKIT_WIDGETS", "text")
+        self.path = path
+        self.nb = nbio.read(path)
+        self.answers = [
+            i
+            for i, c in enumerate(self.nb.cells)
+            if c.cell_type == "code" and BEGIN in nbio.code_source(c)
+        ]
+        self.checks = {check_name(c): i for i, c in enumerate(self.nb.cells) if check_name(c)}
+        self.client = NotebookClient(
+            copy.deepcopy(self.nb),
+            timeout=timeout,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        self._kernel = None
+
+    def __enter__(self) -> AnswerKernel:
+        self._kernel = self.client.setup_kernel()
+        self._kernel.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._kernel.__exit__(*exc)
+
+    def _run(self, index: int, source: str | None = None):
+        """Execute cell `index` of the notebook (or `source` in its place); return the cell."""
+        cell = copy.deepcopy(self.nb.cells[index])
+        if source is not None:
+            cell.source = source
+        if cell.cell_type == "code":
+            cell.outputs = []
+            self.client.execute_cell(cell, index)
+        return cell
+
+    def run_all(self) -> dict[str, Outcome]:
+        """Run the notebook as written; {check name: outcome}."""
+        results = {}
+        for index, _cell in enumerate(self.nb.cells):
+            ran = self._run(index)
+            name = check_name(ran)
+            if name:
+                results[name] = outcome(ran)
+        return results
+
+    def attempt(self, wrong: Wrong) -> Outcome:
+        """Put `wrong` in its answer cell, run on to its check cell; return the check's outcome.
+
+        The cells in between run too (a later answer may build on this one); check cells
+        other than the target are skipped. Afterwards the same cells run again as written.
+        """
+        if not 1 <= wrong.answer <= len(self.answers):
+            raise ValueError(f"{self.path.name} has no answer {wrong.answer}")
+        if wrong.check not in self.checks:
+            raise ValueError(f"{self.path.name} has no check {wrong.check!r}: {list(self.checks)}")
+        start, stop = self.answers[wrong.answer - 1], self.checks[wrong.check]
+        if stop < start:
+            raise ValueError(f"check {wrong.check} comes before answer {wrong.answer}")
+        between = [i for i in range(start + 1, stop) if not check_name(self.nb.cells[i])]
+        source = wrong.swapped_into(nbio.code_source(self.nb.cells[start]))
+        try:
+            self._run(start, source)
+            for index in between:
+                self._run(index)
+            return outcome(self._run(stop))
+        finally:
+            for index in [start, *between]:
+                self._run(index)
+
+
+def matches(result: Outcome, wrong: Wrong) -> str | None:
+    """None when `result` is the failure `wrong` should cause, else what went otherwise."""
+    if result.ename is None:
+        return f"the check passed ({result.text.strip()[-200:]!r})"
+    if result.ename != "AssertionError":
+        return f"the check failed with {result.ename}: {result.evalue[:300]} (want an assertion)"
+    if not re.search(wrong.expect, result.evalue):
+        return f"the check said {result.evalue[:300]!r}, which does not match {wrong.expect!r}"
+    return None

@@ -1,0 +1,59 @@
+"""Every exercise check fails on the wrong answers of tests/wrong_answers/, saying why.
+
+Each solution notebook runs once in a live kernel (its checks must pass); then each wrong
+answer from its table takes the place of the marked answer, the cells up to its check run
+again, and the check must fail with an AssertionError whose message matches the table's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.answer_kernel import BEGIN, AnswerKernel, matches
+from tests.notebooks import ROOT, SOLUTIONS, nbio
+from tests.wrong_answers import TABLES
+
+CASES = [(name, wrong) for name, table in TABLES.items() for wrong in table]
+
+
+@pytest.fixture(scope="module")
+def kernel(request):
+    """The solution notebook `request.param`, executed once; its checks' outcomes kept."""
+    with AnswerKernel(ROOT / "solutions" / request.param) as k:
+        k.solution_outcomes = k.run_all()
+        yield k
+
+
+def test_every_solution_has_a_table_with_two_wrong_answers_per_answer():
+    assert set(TABLES) == {p.name for p in SOLUTIONS}
+    for path in SOLUTIONS:
+        nb = nbio.read(path)
+        answers = sum(c.cell_type == "code" and BEGIN in nbio.code_source(c) for c in nb.cells)
+        counts = Counter(w.answer for w in TABLES[path.name])
+        thin = [a for a in range(1, answers + 1) if counts[a] < 2]
+        assert not thin, f"{path.name}: answer(s) {thin} have fewer than two wrong answers"
+        assert set(counts) <= set(range(1, answers + 1)), f"{path.name}: no such answer"
+
+
+@pytest.mark.parametrize("kernel", sorted(TABLES), indirect=True, scope="module")
+def test_the_solution_passes_every_check(kernel):
+    assert kernel.solution_outcomes, f"{kernel.path.name} has no check cells"
+    assert set(kernel.solution_outcomes) == set(kernel.checks)
+    for name, result in kernel.solution_outcomes.items():
+        assert result.passed, f"check {name} of the solution: {result.ename}: {result.evalue}"
+
+
+@pytest.mark.parametrize(
+    "kernel, wrong",
+    CASES,
+    indirect=["kernel"],
+    scope="module",
+    ids=[f"{name[:2]}-{w.answer}-{w.why.replace(' ', '_')}" for name, w in CASES],
+)
+def test_the_check_catches_the_wrong_answer(kernel, wrong):
+    if not all(r.passed for r in kernel.solution_outcomes.values()):
+        pytest.fail(f"{kernel.path.name}: the solution itself fails a check")
+    problem = matches(kernel.attempt(wrong), wrong)
+    assert problem is None, f"answer {wrong.answer} written as '{wrong.why}': {problem}"
