@@ -5,6 +5,7 @@
 #         make notebooks (re-execute lessons and solutions in place), make exercises,
 #         make timings (seconds per notebook; fails if one takes over 60 s),
 #         make test-under-load (make test with every core kept busy),
+#         make test-grading (nbgrader autogrades every exercise, not only exercise 02),
 #         make bench (towers vs MirroredStrategy, pinned worker processes, sweep time,
 #         cluster up/down),
 #         make clean.
@@ -32,14 +33,14 @@ export PYDEVD_DISABLE_FILE_VALIDATION = 1
 STAMP := $(VENV)/.dpkit-$(TF_BUILD)
 
 
-.PHONY: lab test test-under-load test-browser env lint unit notebooks exercises timings bench clean
+.PHONY: lab test test-under-load test-grading test-browser env lint unit notebooks exercises timings bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "dpkit needs Python 3.10 or newer; run: make PYTHON=python3.11 ...")'
 	@echo "dpkit: TensorFlow build for this machine: $(TF_BUILD)  (override with TF_BUILD=cpu|cuda|macos)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test]'
+	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,grade]'
 	@rm -f $(VENV)/.dpkit-* && touch $@
 
 env: $(STAMP)
@@ -74,6 +75,10 @@ test: $(STAMP)
 test-under-load: $(STAMP)
 	$(PY) tools/busy.py -- $(MAKE) --no-print-directory test
 
+# nbgrader's real commands on every exercise (make test autogrades exercise 02 only).
+test-grading: $(STAMP)
+	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/test_grading.py -p no:cacheprovider -v
+
 # The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright.
 # Chromium comes from the system's package manager (Playwright's own download needs the
 # internet); it is installed here when missing and we may (root, or sudo without a password).
@@ -86,7 +91,7 @@ test-browser: $(STAMP)
 	      echo "dpkit: installing Chromium with sudo apt-get"; \
 	      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	    else echo "dpkit: Chromium is missing and cannot be installed here; the browser tests will skip"; fi; }
-	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,browser]'
+	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,grade,browser]'
 	$(PY) -m pytest browser_tests -p no:cacheprovider -v -rs
 
 notebooks: $(STAMP)
