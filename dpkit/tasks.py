@@ -56,6 +56,7 @@ class Group:
                             env={"TF_CONFIG": c.tf_config("worker", i, as_json=True)})
             group.wait()
         group.records["worker:0"]  # [{"step": 0, "loss": ...}, ...]
+        group.arguments["worker:0"]  # ["--steps", "20"]: what start was given
 
     Args:
         timeout: seconds any one :meth:`wait` or :meth:`wait_for` may take before every
@@ -75,6 +76,7 @@ class Group:
         self._ended: dict[str, bool] = {}
         self._lines: queue.Queue = queue.Queue()
         self._killed: set[str] = set()
+        self.arguments: dict[str, list[str]] = {}  # name -> the program's arguments, as given
 
     # -- starting
 
@@ -94,6 +96,7 @@ class Group:
         env = {"DPKIT_RECORDS": "1", **(env or {})}  # the launcher's results as records
         proc, stderr = _procs.spawn(argv, stdin=subprocess.PIPE, env=env)
         self._procs[name], self._stderr[name] = proc, stderr
+        self.arguments[name] = [str(a) for a in args]
         self.records[name], self._cursor[name], self._ended[name] = [], 0, False
         threading.Thread(
             target=self._read, args=(name, proc.stdout), daemon=True, name=f"dpkit-read-{name}"

@@ -72,6 +72,8 @@ def test_a_failing_task_is_reported_with_its_stderr_and_the_others_killed(tmp_pa
         group.start("worker:0", "mwms", "--out", tmp_path / "w.npz", env={"TF_CONFIG": ""})
         _lonely_worker(group, tmp_path)  # waits for a peer that never comes
         other = group.pids["worker:1"]
+        # what each task was started with, as text, for a message about a failed one
+        assert group.arguments["worker:0"] == ["--out", str(tmp_path / "w.npz")]
         with pytest.raises(
             tasks.TaskFailedError, match=r"(?s)task worker:0 failed .*needs TF_CONFIG"
         ):
