@@ -29,6 +29,7 @@ class Outcome:
     ename: str | None
     evalue: str
     text: str
+    stderr: str = ""
 
     @property
     def passed(self) -> bool:
@@ -44,11 +45,14 @@ def check_name(cell) -> str | None:
 
 
 def outcome(cell) -> Outcome:
-    errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
-    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
+    outputs = cell.get("outputs", [])
+    errors = [o for o in outputs if o.output_type == "error"]
+    streams = [o for o in outputs if o.output_type == "stream"]
+    text = "".join(o.get("text", "") for o in streams if o.name == "stdout")
+    stderr = "".join(o.get("text", "") for o in streams if o.name == "stderr")
     if errors:
-        return Outcome(errors[0].ename, errors[0].evalue, text)
-    return Outcome(None, "", text)
+        return Outcome(errors[0].ename, errors[0].evalue, text, stderr)
+    return Outcome(None, "", text, stderr)
 
 
 class AnswerKernel:

@@ -25,13 +25,13 @@ from tests.wrong_answers import TABLES
 GRADED = [p.name for p in SOLUTIONS] if os.environ.get("DPKIT_GRADE_ALL") else ["02_towers.ipynb"]
 # The wrong answer each graded notebook is handed in with: it must lose one check's points.
 WRONG_WHY = {
-    "01_one_device.ipynb": "sum of the losses",
+    "01_one_device.ipynb": "constant decay, no update count",
     "02_towers.ipynb": "every tower on the whole batch",
     "03_gradient_averaging.ipynb": "no towers, one big batch",
     "04_throughput_and_scaling.ipynb": "mean instead of median",
     "05_tensorboard.ipynb": "sample standard deviation",
-    "06_parameter_servers.ipynb": "off-by-one index check",
-    "07_beyond_one_machine.ipynb": "save_counter instead of the step",
+    "06_parameter_servers.ipynb": "first variable on task 1",
+    "07_beyond_one_machine.ipynb": "save_counter, not the step",
 }
 
 
@@ -76,6 +76,12 @@ def with_wrong_answer(name: str):
     cell = answers[wrong.answer - 1]
     cell.source = wrong.swapped_into(nbio.code_source(cell))
     return nb
+
+
+def test_every_exercise_has_a_wrong_answer_to_hand_in():
+    assert set(WRONG_WHY) == {p.name for p in SOLUTIONS}
+    for name in WRONG_WHY:
+        assert wrong_answer(name).check, name
 
 
 @pytest.fixture(scope="module")

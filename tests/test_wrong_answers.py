@@ -43,6 +43,8 @@ def test_the_solution_passes_every_check(kernel):
     assert set(kernel.solution_outcomes) == set(kernel.checks)
     for name, result in kernel.solution_outcomes.items():
         assert result.passed, f"check {name} of the solution: {result.ename}: {result.evalue}"
+        # nbgrader gives no points to a graded cell that writes to stderr (a warning, say)
+        assert not result.stderr, f"check {name} writes to stderr: {result.stderr[:300]}"
 
 
 @pytest.mark.parametrize(
