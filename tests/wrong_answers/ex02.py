@@ -160,4 +160,95 @@ WRONG: list[Wrong] = [
         check="3",
         expect=r"shape \(4, 16",
     ),
+    # found by a second pair of eyes
+    Wrong(
+        1,
+        "suggests the batch plus one",
+        """
+        batch = int(x.shape[0])
+        if batch % num_towers:
+            raise ValueError(f"{batch} does not split into {num_towers}; use {batch + 1}")
+        return tf.split(x, num_towers), tf.split(y, num_towers)
+        """,
+        check="1",
+        expect=r"batch of 64 for 3 towers: name a batch size that would work",
+    ),
+    Wrong(
+        1,
+        "pairs of shards",
+        """
+        if int(x.shape[0]) % num_towers:
+            raise ValueError(f"use a multiple of {num_towers}")
+        return list(zip(tf.split(x, num_towers), tf.split(y, num_towers)))
+        """,
+        check="1",
+        expect=r"return two lists",
+    ),
+    Wrong(
+        1,
+        "dpkit's split_batch",
+        """
+        from dpkit import towers as library
+
+        xs, ys, _ = library.split_batch(x, y, num_towers)
+        return xs, ys
+        """,
+        check="1",
+        expect=r"your code calls dpkit's towers.split_batch",
+    ),
+    Wrong(
+        2,
+        "one forward pass outside the towers",
+        """
+        x_shards, y_shards = split_evenly(x, y, len(devices))
+        with tf.GradientTape(persistent=True) as tape:
+            logits = tf.split(model(x, training=True), len(devices))
+            losses = []
+            for i, device in enumerate(devices):
+                with tf.device(device), tf.name_scope(f"tower_{i}"):
+                    losses.append(loss_fn(y_shards[i], logits[i]))
+        tower_grads = [tape.gradient(loss, model.trainable_variables) for loss in losses]
+        return [tf.add_n(list(g)) / len(devices) for g in zip(*tower_grads)]
+        """,
+        check="2",
+        expect=r"tower_0 runs no forward convolution",
+    ),
+    Wrong(
+        2,
+        "dpkit's tower_gradients",
+        """
+        from dpkit import towers as library
+
+        grads, _, _, _ = library.tower_gradients(model, loss_fn, x, y, devices)
+        return [tf.add_n(list(g)) / len(devices) for g in zip(*grads)]
+        """,
+        check="2",
+        expect=r"your code calls dpkit's towers.tower_gradients",
+    ),
+    Wrong(
+        3,
+        "only the first input split",
+        """
+        first = next(iter(inputs))
+        pieces = tf.split(inputs[first], len(devices))
+        outputs = []
+        for i, device in enumerate(devices):
+            with tf.device(device), tf.name_scope(f"tower_{i}"):
+                outputs.append(fn(**{**inputs, first: pieces[i]}))
+        return tf.concat(outputs, axis=0)
+        """,
+        check="3",
+        expect=r"per_example_loss on inputs \['images', 'labels'\]: make_parallel raised",
+    ),
+    Wrong(
+        3,
+        "dpkit's make_parallel",
+        """
+        from dpkit import towers as library
+
+        return library.make_parallel(fn, devices, **inputs)
+        """,
+        check="3",
+        expect=r"your code calls dpkit's towers.make_parallel",
+    ),
 ]

@@ -157,4 +157,85 @@ WRONG: list[Wrong] = [
         check="3",
         expect=r"output 0 is not the sum",
     ),
+    # found by a second pair of eyes
+    Wrong(
+        1,
+        "pairs in the wrong order",
+        "return [(pairs[0][1], tf.add_n([g for g, _ in pairs]) / len(pairs)) "
+        "for pairs in zip(*tower_grads)]",
+        check="1",
+        expect=r"the second item of the pair for .* is a .*Tensor, not the variable itself",
+    ),
+    Wrong(
+        1,
+        "dpkit's average_gradients",
+        """
+        from dpkit import gradients as library
+
+        return library.average_gradients(tower_grads)
+        """,
+        check="1",
+        expect=r"your code calls dpkit's gradients.average_gradients",
+    ),
+    Wrong(
+        2,
+        "the learning rate scaled by N at every call",
+        _TOWERS.format(loss=_GLOBAL, reduce="tf.add_n(list(g)) / len(g)").replace(
+            "optimizer.apply_gradients(",
+            "optimizer.learning_rate.assign(optimizer.learning_rate * NUM_DEVICES)\n"
+            "optimizer.apply_gradients(",
+        ),
+        check="2",
+        expect=r"after a second step, .* differs from two big-batch steps",
+    ),
+    Wrong(
+        2,
+        "each tower's gradients applied on their own",
+        _TOWERS.format(loss=_GLOBAL, reduce="g").replace(
+            "optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+            "for g in tower_grads:\n"
+            "    optimizer.apply_gradients(zip(g, model.trainable_variables))",
+        ),
+        check="2",
+        expect=r"one call of your step made 4 optimizer updates",
+    ),
+    Wrong(
+        3,
+        "equal chunks",
+        """
+        n, shape = len(devices), tensors[0].shape
+        chunks = []
+        for device, t in zip(devices, tensors):
+            with tf.device(device):
+                chunks.append(tf.split(tf.reshape(t, [-1]), n))
+        return [tf.reshape(tf.concat(row, 0), shape) for row in chunks]
+        """,
+        check="3",
+        expect=r"for 35 elements on 4 devices ring_all_reduce raised InvalidArgumentError",
+    ),
+    Wrong(
+        3,
+        "summed in NumPy",
+        """
+        total = np.sum([t.numpy() for t in tensors], axis=0)
+        results = []
+        for device in devices:
+            with tf.device(device):
+                results.append(tf.constant(total))
+        return results
+        """,
+        check="3",
+        expect=r"cannot be traced as a graph .*: compute with TensorFlow ops",
+    ),
+    Wrong(
+        3,
+        "dpkit's ring_all_reduce",
+        """
+        from dpkit import gradients as library
+
+        return library.ring_all_reduce(tensors, devices)
+        """,
+        check="3",
+        expect=r"your code calls dpkit's gradients.ring_all_reduce",
+    ),
 ]
