@@ -100,7 +100,10 @@ def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
     out = f.execute("print([r.num_devices for r in panel.report.results])")
     assert out[-1]["text"].strip() == "[1, 2]"
 
-    # Run again and press Stop while the first child trains: it is killed.
+    # Run again and press Stop while the first child trains: it is killed. The child gets
+    # far more windows than it can finish, so that on a busy machine it is still training
+    # when the click arrives (with 3 windows it could end first, and nothing is stopped).
+    f.execute("panel._config['windows'] = 100_000")
     count = len(status.updates)
     f.click(run)
     f.wait_for(
