@@ -2,6 +2,20 @@
 
 from tests.wrong_answers.base import Wrong
 
+# The solution's tower loop, with the parts the answers to exercise 2 get wrong left open.
+_TOWERS = """
+x_shards, y_shards = split_evenly(x, y, len(devices))
+tower_grads = []
+for i, device in enumerate(devices):
+    with {scopes}:
+        with tf.GradientTape() as tape:
+            loss = loss_fn({data}, training=True))
+        tower_grads.append(tape.gradient(loss, model.trainable_variables))
+return [tf.add_n(list(g)) {combine} for g in zip(*tower_grads)]
+"""
+_SCOPES = "tf.device(device), tf.name_scope(f'tower_{i}')"
+_SHARD = "y_shards[i], model(x_shards[i]"
+
 WRONG: list[Wrong] = [
     # 1. split_evenly
     Wrong(
@@ -51,63 +65,34 @@ WRONG: list[Wrong] = [
     Wrong(
         2,
         "every tower on the whole batch",
-        """
-        tower_grads = []
-        for i, device in enumerate(devices):
-            with tf.device(device), tf.name_scope(f"tower_{i}"):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y, model(x, training=True))
-                tower_grads.append(tape.gradient(loss, model.trainable_variables))
-        return [tf.add_n(list(g)) / len(devices) for g in zip(*tower_grads)]
-        """,
+        _TOWERS.format(
+            scopes="tf.device(device), tf.name_scope(f'tower_{i}')",
+            data="y, model(x",
+            combine="/ len(devices)",
+        ),
         check="2",
         expect=r"tower_0's convolution .* sees 64 examples",
     ),
     Wrong(
         2,
         "summed not averaged",
-        """
-        x_shards, y_shards = split_evenly(x, y, len(devices))
-        tower_grads = []
-        for i, device in enumerate(devices):
-            with tf.device(device), tf.name_scope(f"tower_{i}"):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y_shards[i], model(x_shards[i], training=True))
-                tower_grads.append(tape.gradient(loss, model.trainable_variables))
-        return [tf.add_n(list(g)) for g in zip(*tower_grads)]
-        """,
+        _TOWERS.format(scopes=_SCOPES, data=_SHARD, combine=""),
         check="2",
         expect=r"4\.00 times the big-batch gradient",
     ),
     Wrong(
         2,
         "no tf.device",
-        """
-        x_shards, y_shards = split_evenly(x, y, len(devices))
-        tower_grads = []
-        for i in range(len(devices)):
-            with tf.name_scope(f"tower_{i}"):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y_shards[i], model(x_shards[i], training=True))
-                tower_grads.append(tape.gradient(loss, model.trainable_variables))
-        return [tf.add_n(list(g)) / len(devices) for g in zip(*tower_grads)]
-        """,
+        _TOWERS.format(scopes="tf.name_scope(f'tower_{i}')", data=_SHARD, combine="/ len(devices)"),
         check="2",
         expect=r"is on no device",
     ),
     Wrong(
         2,
         "shard 0 on every tower",
-        """
-        x_shards, y_shards = split_evenly(x, y, len(devices))
-        tower_grads = []
-        for i, device in enumerate(devices):
-            with tf.device(device), tf.name_scope(f"tower_{i}"):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y_shards[0], model(x_shards[0], training=True))
-                tower_grads.append(tape.gradient(loss, model.trainable_variables))
-        return [tf.add_n(list(g)) / len(devices) for g in zip(*tower_grads)]
-        """,
+        _TOWERS.format(
+            scopes=_SCOPES, data="y_shards[0], model(x_shards[0]", combine="/ len(devices)"
+        ),
         check="2",
         expect=r"differs from the big-batch gradient",
     ),
