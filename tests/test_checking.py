@@ -7,9 +7,12 @@ from dpkit import checking, towers
 
 def test_a_switched_off_function_fails_the_check_and_comes_back():
     original = towers.split_batch
-    with checking.switched_off(towers, "split_batch", "make_parallel"):
-        with pytest.raises(AssertionError, match=r"calls dpkit's towers.split_batch: .*yourself"):
-            towers.split_batch([1, 2], [1, 2], 2)
+    refusal = r"calls dpkit's towers.split_batch: .*yourself"
+    with (
+        checking.switched_off(towers, "split_batch", "make_parallel"),
+        pytest.raises(AssertionError, match=refusal),
+    ):
+        towers.split_batch([1, 2], [1, 2], 2)
     assert towers.split_batch is original
 
 
@@ -21,6 +24,8 @@ def test_it_comes_back_when_the_block_raises():
 
 
 def test_a_name_the_module_lacks_is_a_mistake_in_the_check():
-    with pytest.raises(ValueError, match="dpkit.towers has no split_evnly"):
-        with checking.switched_off(towers, "split_evnly"):
-            pass
+    with (
+        pytest.raises(ValueError, match="dpkit.towers has no split_evnly"),
+        checking.switched_off(towers, "split_evnly"),
+    ):
+        pass

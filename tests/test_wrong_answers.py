@@ -7,6 +7,7 @@ again, and the check must fail with an AssertionError whose message matches the 
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 
 import pytest
@@ -21,9 +22,17 @@ CASES = [(name, wrong) for name, table in TABLES.items() for wrong in table]
 @pytest.fixture(scope="module")
 def kernel(request):
     """The solution notebook `request.param`, executed once; its checks' outcomes kept."""
-    with AnswerKernel(ROOT / "solutions" / request.param) as k:
-        k.solution_outcomes = k.run_all()
-        yield k
+    # A wrong answer may write where the solution does not (a chief that lost its --logdir
+    # writes to runs/ beside the notebook): remove what was not there before.
+    runs = ROOT / "solutions" / "runs"
+    existed = runs.exists()
+    try:
+        with AnswerKernel(ROOT / "solutions" / request.param) as k:
+            k.solution_outcomes = k.run_all()
+            yield k
+    finally:
+        if not existed:
+            shutil.rmtree(runs, ignore_errors=True)
 
 
 def test_every_solution_has_a_table_with_two_wrong_answers_per_answer():

@@ -49,6 +49,23 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"it does not decay",
     ),
+    Wrong(
+        1,
+        "the rate as text",
+        "return str(LEARNING_RATE * LR_DECAY ** (step / DECAY_STEPS))",
+        check="1",
+        expect=r"step 0: yours returns a value of type str; return a number",
+    ),
+    Wrong(
+        1,
+        "a TensorFlow tensor",
+        """
+        exponent = tf.cast(step, tf.float32) / DECAY_STEPS
+        return tf.constant(LEARNING_RATE) * tf.pow(tf.constant(LR_DECAY), exponent)
+        """,
+        check="1",
+        expect=r"step 0: yours returns a value of type EagerTensor; return a number",
+    ),
     # 2. average_update
     Wrong(
         2,
@@ -117,6 +134,16 @@ WRONG: list[Wrong] = [
         """,
         check="2",
         expect=r"changed an array passed in",
+    ),
+    Wrong(
+        2,
+        "a list, not an array",
+        """
+        decay = min(EMA_DECAY, (1.0 + step) / (10.0 + step))
+        return list(shadow - (1.0 - decay) * (shadow - value))
+        """,
+        check="2",
+        expect=r"update 1: yours returns a value of type list; return a NumPy array",
     ),
     # 3. train_step
     Wrong(
@@ -250,5 +277,95 @@ WRONG: list[Wrong] = [
         """,
         check="3",
         expect=r"step 1: your step returned None, not the batch's mean loss",
+    ),
+    Wrong(
+        3,
+        "clips the gradients' global norm",
+        """
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads, _ = tf.clip_by_global_norm(grads, 5.0)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+        """,
+        check="3",
+        expect=r"step 4 \(from weights 3 times as large, gradients of global norm \d+\): your SGD "
+        r"step moved the weights 0\.\d+ times as far as Keras's, in the same direction: your "
+        r"step shrinks large gradients as a whole \(clipping their norm\?\)",
+    ),
+    Wrong(
+        3,
+        "clips each gradient at 1",
+        """
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads = [tf.clip_by_norm(g, 1.0) for g in grads]
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+        """,
+        check="3",
+        expect=r"step 4 \(from weights 3 times as large, .*\): your SGD step points another way "
+        r"than Keras's \(cosine 0\.\d+\) .*\(clipping each one\?\)",
+    ),
+    Wrong(
+        3,
+        "clips each gradient at 0.5",
+        """
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        grads = [tf.clip_by_norm(g, 0.5) for g in grads]
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+        """,
+        check="3",
+        # the gradients of the first steps are near 0.5: caught there or at the large step
+        expect=r"points another way than Keras's|differs from Keras's in direction|"
+        r"differently from Keras's \(in direction or size\)",
+    ),
+    Wrong(
+        3,
+        "trains the last layer only",
+        """
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        last = model.trainable_variables[-2:]
+        optimizer.apply_gradients(zip(tape.gradient(loss, last), last))
+        return loss
+        """,
+        check="3",
+        expect=r"step 1: your step left lenet5/conv1/kernel, .*lenet5/fc1/bias unchanged",
+    ),
+    Wrong(
+        3,
+        "softmax before a from-logits loss",
+        """
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, tf.nn.softmax(model(x, training=True)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+        """,
+        check="3",
+        expect=r"step 1: you return \d\.\d+, (not|\d\.\d+ times) Keras's \d\.\d+, the batch's mean "
+        r"cross-entropy at the same weights",
+    ),
+    Wrong(
+        3,
+        "plain SGD by hand, whatever the optimizer",
+        """
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        for variable, grad in zip(model.trainable_variables, grads):
+            variable.assign_sub(optimizer.learning_rate * grad)
+        optimizer.iterations.assign_add(1)
+        return loss
+        """,
+        check="3",
+        expect=r"Adam step 2: you return .*, the loss at your weights, but Keras's twin is at .*: "
+        r"your earlier steps moved the weights differently",
     ),
 ]

@@ -127,6 +127,55 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"the sweep above, n = 1: got \{'speedup'.*want a \(speed-up, efficiency, MFU\)",
     ),
+    Wrong(
+        1,
+        "speed-up against the slowest run",
+        """
+        n0 = min(rates, key=rates.get)
+        table = {}
+        for n, rate in rates.items():
+            speedup = rate / rates[n0]
+            mfu = rate * flops_per_example / (peak * physical[n])
+            table[n] = (speedup, speedup / (n / n0), mfu)
+        return table
+        """,
+        check="1",
+        expect=r"a sweep where 4 devices ran slower than 1, n = 1: speed-up 1\.1111 is measured "
+        r"against the 4-device run; the base is the smallest device count, 1",
+    ),
+    Wrong(
+        1,
+        "the lowest rate as the base rate",
+        """
+        n0, r0 = min(rates), min(rates.values())
+        return {
+            n: (r / r0, r / r0 / (n / n0), r * flops_per_example / (peak * physical[n]))
+            for n, r in rates.items()
+        }
+        """,
+        check="1",
+        expect=r"a sweep where 4 devices ran slower than 1, n = 1: speed-up 1\.1111 is measured "
+        r"against the 4-device run",
+    ),
+    Wrong(
+        1,
+        "bench.Report does it",
+        """
+        results = [
+            bench.Result(
+                config=bench.Config(devices=n, batch=GLOBAL_BATCH_SIZE),
+                examples_per_sec=rate,
+                flops_per_example=flops_per_example,
+                physical_devices=physical[n],
+            )
+            for n, rate in rates.items()
+        ]
+        rows = bench.Report(results=results, peak_flops_per_sec=peak).rows()
+        return {row["devices"]: (row["speedup"], row["efficiency"], row["mfu"]) for row in rows}
+        """,
+        check="1",
+        expect=r"your code calls dpkit's bench\.Report: the exercise is to write it yourself",
+    ),
     # 2. median_throughput
     Wrong(
         2,
@@ -225,6 +274,51 @@ WRONG: list[Wrong] = [
         """,
         check="2",
         expect=r"warm-up 1, window 5: .*yours picks one of the two middle windows",
+    ),
+    Wrong(
+        2,
+        "deletes the warm-up from the caller's list",
+        """
+        del step_seconds[:warmup_steps]
+        windows = len(step_seconds) // window_steps
+        return statistics.median(
+            window_steps * batch / sum(step_seconds[i * window_steps : (i + 1) * window_steps])
+            for i in range(windows)
+        )
+        """,
+        check="2",
+        expect=r"warm-up 1, window 5: your function changed the list of step times passed in "
+        r"\(24 entries before, 23 after\)",
+    ),
+    Wrong(
+        2,
+        "ThroughputMeter does it",
+        """
+        times = iter(np.concatenate([[0.0], np.cumsum(step_seconds)]))
+        m = meter.ThroughputMeter(
+            batch, warmup_steps=warmup_steps, window_steps=window_steps, clock=lambda: next(times)
+        )
+        m.start()
+        for _ in step_seconds:
+            m.tick()
+        return m.summary().examples_per_sec
+        """,
+        check="2",
+        expect=r"your code calls dpkit's meter\.ThroughputMeter: the exercise is to write it",
+    ),
+    Wrong(
+        2,
+        "meter.Summary of windows made by hand",
+        """
+        rest = step_seconds[warmup_steps:]
+        windows = []
+        for i in range(len(rest) // window_steps):
+            seconds = sum(rest[i * window_steps : (i + 1) * window_steps])
+            windows.append(meter.Window(i, window_steps, window_steps * batch, seconds))
+        return meter.Summary(windows=tuple(windows), warmup_steps=warmup_steps).examples_per_sec
+        """,
+        check="2",
+        expect=r"your code calls dpkit's meter\.Summary: the exercise is to write it yourself",
     ),
     # 3. learning_rate
     Wrong(
@@ -360,5 +454,63 @@ WRONG: list[Wrong] = [
         """,
         check="3",
         expect=r"an unknown rule raised KeyError, not ValueError",
+    ),
+    Wrong(
+        3,
+        "warm-up for the linear rule only",
+        """
+        k = batch / base_batch
+        if rule == "linear":
+            lr = base_lr * k
+            if step < warmup_steps:
+                lr *= (step + 1) / warmup_steps
+        elif rule == "sqrt":
+            lr = base_lr * math.sqrt(k)
+        else:
+            raise ValueError(rule)
+        return lr
+        """,
+        check="3",
+        expect=r"rule 'sqrt', batch 128 for base_batch 32, step 0 of a 10-step warm-up: yours "
+        r"gives 1 of the full rate, want 0\.1: yours skips the warm-up under rule 'sqrt'",
+    ),
+    Wrong(
+        3,
+        "warm-up share put through the rule",
+        """
+        k = batch / base_batch
+        if step < warmup_steps:
+            k *= (step + 1) / warmup_steps
+        if rule == "linear":
+            return base_lr * k
+        if rule == "sqrt":
+            return base_lr * math.sqrt(k)
+        raise ValueError(rule)
+        """,
+        check="3",
+        expect=r"rule 'sqrt', batch 128 for base_batch 32, step 0 of a 10-step warm-up: yours "
+        r"gives 0\.3162 of the full rate, want 0\.1: the square root of the share 0\.1",
+    ),
+    Wrong(
+        3,
+        "same batch: base_lr at once",
+        """
+        if batch == base_batch:
+            return base_lr
+        k = batch / base_batch
+        if rule == "linear":
+            lr = base_lr * k
+        elif rule == "sqrt":
+            lr = base_lr * math.sqrt(k)
+        else:
+            raise ValueError(rule)
+        if step < warmup_steps:
+            lr *= (step + 1) / warmup_steps
+        return lr
+        """,
+        check="3",
+        expect=r"rule 'linear', batch 256 for base_batch 256, step 0 of a 10-step warm-up: yours "
+        r"gives 1 of the full rate, want 0\.1: yours skips the warm-up when the batch is "
+        r"unchanged",
     ),
 ]

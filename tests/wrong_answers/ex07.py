@@ -94,6 +94,22 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"the launcher rejects it: TF_CONFIG task index '0' is not a whole number",
     ),
+    Wrong(
+        1,
+        "deletes empty jobs from the caller's dict",
+        """
+        for job in [job for job, addresses in hosts.items() if not addresses]:
+            del hosts[job]
+        return {
+            f"{job}:{i}": json.dumps({"cluster": hosts, "task": {"type": job, "index": i}})
+            for job, addresses in hosts.items()
+            for i in range(len(addresses))
+        }
+        """,
+        check="1",
+        expect=r"tf_configs changed the dict passed in: its jobs were \{'chief': \[\], 'ps': \[\], "
+        r"'worker': .*, now \{'worker': ",
+    ),
     # 2. shell_commands
     Wrong(
         2,
@@ -229,6 +245,21 @@ WRONG: list[Wrong] = [
     # cluster: keep this part of the table short)
     Wrong(
         3,
+        "drops the quoted --logdir word (read in check 3b)",
+        """
+        for line in commands:
+            args = [word for word in shlex.split(line)[4:] if " " not in word]
+            group.start(launcher.parse(args, {}).name, "task", *args)
+        """,
+        check="3b",
+        # first of part 3: the log folder is gone (the notebook's last cell removed it), so it
+        # holds no checkpoint; after another part-3 attempt it holds an earlier run's
+        expect=r"(holds no checkpoint, so there is none saved by the chief|an earlier run's "
+        r"checkpoint: this run's chief wrote to 'runs/task').*the chief writes to the --logdir "
+        r"of its line \(see check 3a\)",
+    ),
+    Wrong(
+        3,
         "tasks named by line number",
         """
         for i, line in enumerate(commands):
@@ -259,6 +290,18 @@ WRONG: list[Wrong] = [
         """,
         check="3a",
         expect=r"no task was started: .*the lines hold quoted words",
+    ),
+    Wrong(
+        3,
+        "drops the quoted --logdir word",
+        """
+        for line in commands:
+            args = [word for word in shlex.split(line)[4:] if " " not in word]
+            group.start(launcher.parse(args, {}).name, "task", *args)
+        """,
+        check="3a",
+        expect=r"the chief wrote its checkpoints to 'runs/task', not to the log folder its line "
+        r"names, '.*run 1'",
     ),
     # 4. steps_from_checkpoint
     Wrong(
