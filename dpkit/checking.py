@@ -43,4 +43,3 @@ def switched_off(module, *names: str):
     finally:
         for name, value in saved.items():
             setattr(module, name, value)
-
