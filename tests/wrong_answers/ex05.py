@@ -86,7 +86,7 @@ WRONG: list[Wrong] = [
         _summaries(scoped=False),
         check="1",
         expect=r"the tags \['histogram', 'max', 'mean', 'min', 'stddev'\] are not under the name "
-        r"scope 'conv1_kernel'",
+        r"scopes \['conv1_kernel', 'shifted_kernel'\]",
     ),
     Wrong(
         1,
@@ -102,14 +102,14 @@ WRONG: list[Wrong] = [
         "histogram of the mean",
         _summaries(hist="mean"),
         check="1",
-        expect=r"the histogram counts 1 values, the kernel has 800",
+        expect=r"conv1_kernel/histogram counts 1 values, the tensor has 800",
     ),
     Wrong(
         1,
         "histogram of the centred values",
         _summaries(hist="values - mean"),
         check="1",
-        expect=r"the histogram spans .* it shows some other tensor",
+        expect=r"conv1_kernel/histogram spans .* it shows some other tensor",
     ),
     Wrong(
         1,
@@ -125,20 +125,41 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"my_variable_summaries raised ValueError: .*step",
     ),
+    Wrong(
+        1,
+        "mean absolute deviation for the stddev",
+        _summaries(std="tf.reduce_mean(tf.abs(values - mean))"),
+        check="1",
+        expect=r"conv1_kernel/stddev: .* is the mean absolute distance from the mean",
+    ),
+    Wrong(
+        1,
+        "the default summary step set and left set",
+        "tf.summary.experimental.set_step(step)\n" + _summaries().replace(", step=step)", ")"),
+        check="1",
+        expect=r"left TensorFlow's default summary step at 3 \(it was None\)",
+    ),
+    Wrong(
+        1,
+        "a histogram with one bucket",
+        _summaries(hist="values, buckets=1"),
+        check="1",
+        expect=r"conv1_kernel/histogram has 1 bucket\(s\): too few",
+    ),
     # 2. read_scalars
     Wrong(
         2,
         "default size_guidance",
         _reader(guidance=""),
         check="2",
-        expect=r"read 10 of the 25 values written: .*size_guidance",
+        expect=r"read 10 of the 150 values written: .*as many as size_guidance says",
     ),
     Wrong(
         2,
         "size_guidance for scalars",
         _reader(guidance=", size_guidance={event_accumulator.SCALARS: 0}"),
         check="2",
-        expect=r"read 10 of the 25 values written: .*the kind of event a scalar is stored as",
+        expect=r"read 10 of the 150 values written: .*the kind of event a scalar is stored as",
     ),
     Wrong(
         2,
@@ -185,6 +206,61 @@ WRONG: list[Wrong] = [
         check="2",
         expect=r"read_scalars calls dpkit's summaries.read: read the files with TensorBoard's",
     ),
+    Wrong(
+        2,
+        "a size_guidance of 100",
+        _reader(guidance=", size_guidance={event_accumulator.TENSORS: 100}"),
+        check="2",
+        expect=r"read 100 of the 150 values written",
+    ),
+    Wrong(
+        2,
+        "steps and values sorted apart",
+        _reader().replace("return steps, values", "return sorted(steps), sorted(values)"),
+        check="2",
+        expect=r"the values are those written, but not each at its own step",
+    ),
+    Wrong(
+        2,
+        "pairs sorted by value",
+        _reader().replace(
+            "return steps, values",
+            "pairs = sorted(zip(steps, values), key=lambda p: p[1])\n"
+            "return [p[0] for p in pairs], [p[1] for p in pairs]",
+        ),
+        check="2",
+        expect=r"the \(step, value\) pairs are right but in another order",
+    ),
+    Wrong(
+        2,
+        "values rounded",
+        _reader(value="round(float(tensor_util.make_ndarray(e.tensor_proto)), 2)"),
+        check="2",
+        expect=r"your values are rounded to 2 decimal places",
+    ),
+    Wrong(
+        2,
+        "float steps",
+        _reader().replace("int(e.step)", "float(e.step)"),
+        check="2",
+        expect=r"steps holds builtins\.float items \(0\.0\): a step is a whole number",
+    ),
+    Wrong(
+        2,
+        "the event files decoded by hand",
+        """
+        steps, values = [], []
+        for path in sorted(tf.io.gfile.glob(f"{folder}/*tfevents*")):
+            for event in tf.compat.v1.train.summary_iterator(str(path)):
+                for v in event.summary.value:
+                    if v.tag == tag:
+                        steps.append(int(event.step))
+                        values.append(float(tensor_util.make_ndarray(v.tensor)))
+        return steps, values
+        """,
+        check="2",
+        expect=r"read_scalars made no event_accumulator\.EventAccumulator",
+    ),
     # 3. convolutions_per_device
     Wrong(
         3,
@@ -205,15 +281,15 @@ WRONG: list[Wrong] = [
         "keyed by the device string",
         _counter(key="op.device"),
         check="3",
-        expect=r"the key '/job:localhost/replica:0/task:0/device:CPU:0': key by \(device_type, "
-        r"device_index\)",
+        expect=r"your key '/job:localhost/replica:0/task:0/device:CPU:0', expected keys like "
+        r"\('CPU', 0\): key by \(device_type, device_index\)",
     ),
     Wrong(
         3,
         "keyed by the device index",
         _counter(key="spec.device_index"),
         check="3",
-        expect=r"the key 0: key by \(device_type, device_index\)",
+        expect=r"your key 0, expected keys like \('CPU', 0\): key by \(device_type, device_index\)",
     ),
     Wrong(
         3,
@@ -221,5 +297,26 @@ WRONG: list[Wrong] = [
         _counter(keep='"conv" in op.name'),
         check="3",
         expect=r"\('CPU', 0\): \d+ convolutions, expected 2",
+    ),
+    Wrong(
+        3,
+        "only the fused type",
+        _counter(keep='op.type == "_FusedConv2D"'),
+        check="3",
+        expect=r"you count \{\}, expected \{\('CPU', 0\): 1\}: a Conv2D is a forward convolution",
+    ),
+    Wrong(
+        3,
+        "the device type in lower case",
+        _counter(key="(spec.device_type.lower(), spec.device_index)"),
+        check="3",
+        expect=r"your key \('cpu', 0\).*DeviceSpec spells the device type 'CPU'",
+    ),
+    Wrong(
+        3,
+        "the index as text",
+        _counter(key="tuple(op.device.split('device:')[-1].split(':'))"),
+        check="3",
+        expect=r"your key \('CPU', '0'\).*the index is a str",
     ),
 ]
