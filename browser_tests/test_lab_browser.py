@@ -256,7 +256,7 @@ def _image_src(widget) -> str:
 
 
 def test_lesson_04_sweep_panel_runs_updates_and_stops(browser, lab):
-    page = Page(browser, lab, "lessons/04_throughput_and_scaling.ipynb")
+    page = Page(browser, lab, "lessons/05_throughput_and_scaling.ipynb")
     seconds = page.run(timeout=400)
     page.shot("after-run-all")
     page.check_clean()
@@ -309,11 +309,11 @@ def test_lesson_04_sweep_panel_runs_updates_and_stops(browser, lab):
     ).stdout.split()
     assert kernel_children == [], f"bench children left running: {kernel_children}"
     page.check_clean()
-    print(f"lesson 04 ran in the browser in {seconds:.0f} s")
+    print(f"lesson 05 ran in the browser in {seconds:.0f} s")
 
 
 def test_lesson_05_shows_tensorboard_inline(browser, lab):
-    page = Page(browser, lab, "lessons/05_tensorboard.ipynb")
+    page = Page(browser, lab, "lessons/06_tensorboard.ipynb")
     stop_cell = page.cell_index("# NBVAL_CHECK_OUTPUT\nsummaries.stop()")
     page.select(stop_cell)
     page.run("notebook:run-all-above", timeout=300)

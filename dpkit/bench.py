@@ -1,6 +1,6 @@
 """Throughput runs and scaling sweeps, each configuration in a fresh child process.
 
-Introduced in lesson 04. TensorFlow fixes its device list once per process, so a run on
+Introduced in lesson 05. TensorFlow fixes its device list once per process, so a run on
 ``n`` devices needs a process of its own. :func:`run` starts one child for one
 :class:`Config`; the child sets up the devices, builds the model, trains, and prints one
 JSON line per measurement window (from :class:`dpkit.meter.ThroughputMeter`) and a final

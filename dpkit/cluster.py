@@ -1,6 +1,6 @@
 """Local TensorFlow clusters: ps and worker tasks on this machine, always torn down.
 
-Introduced in lesson 06. :class:`LocalCluster` starts the tasks of a parameter-server
+Introduced in lesson 07. :class:`LocalCluster` starts the tasks of a parameter-server
 cluster (``ps`` and ``worker`` jobs, an optional ``chief`` slot for the coordinator) on
 free loopback ports and gives you what TensorFlow asks for: the ``ClusterSpec``, a
 cluster resolver for ``ParameterServerStrategy`` and the ``TF_CONFIG`` of any task.
@@ -288,7 +288,7 @@ def _count(value, what: str, minimum: int) -> int:
 class LocalCluster:
     """A ps/worker cluster on this machine, as a context manager.
 
-    Introduced in lesson 06::
+    Introduced in lesson 07::
 
         with cluster.LocalCluster(num_workers=2, num_ps=1) as c:
             strategy = c.make_strategy()

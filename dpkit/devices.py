@@ -179,6 +179,9 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
 
     import tensorflow as tf  # late import: importing dpkit must not start TensorFlow
 
+    # TensorFlow's Python INFO lines (which devices a strategy uses, how it all-reduces) would
+    # fill the lessons' outputs; warnings and errors still show.
+    tf.get_logger().setLevel("WARNING")
     gpus = tf.config.list_physical_devices("GPU")  # does not initialise the runtime
     cpus = tf.config.list_physical_devices("CPU")
     p = plan(n, len(gpus), gpu_memory_mb=gpu_memory_mb)

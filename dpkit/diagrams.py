@@ -122,7 +122,7 @@ def parallelism_taxonomy():
 def cluster_roles(num_workers: int = 2, num_ps: int = 2):
     """Two panels: a ``ParameterServerStrategy`` cluster and a ``MultiWorkerMirrored`` one.
 
-    Introduced in lesson 06. Left: the chief sends steps to the workers, which read weights
+    Introduced in lesson 07. Left: the chief sends steps to the workers, which read weights
     from and send updates to the ps tasks. Right: workers only, all-reducing gradients.
 
     Returns:

@@ -175,7 +175,7 @@ TEACHING_IMPLEMENTATIONS = {
 }
 
 
-# --- All-reduce (lesson 03) ---
+# --- All-reduce (lesson 04) ---
 
 
 def ring_all_reduce(tensors, devices):
@@ -239,7 +239,7 @@ def all_reduce_seconds(
     link_bytes_per_sec: float,
     latency_sec: float = 0.0,
 ) -> float:
-    """Time to all-reduce one message, by the bandwidth model of lesson 03.
+    """Time to all-reduce one message, by the bandwidth model of lesson 04.
 
     * ``"one_device"``: everyone sends to device 0, which sums and sends the result
       back: device 0's link carries 2(N-1) messages, one after another.

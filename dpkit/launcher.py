@@ -1,4 +1,4 @@
-"""One task of a real cluster: ``python -m dpkit task ...`` (lesson 07).
+"""One task of a real cluster: ``python -m dpkit task ...`` (lesson 08).
 
 The same program runs as every task of a cluster, started by hand on each machine, by a
 shell loop, by :class:`dpkit.tasks.Group` from a notebook, or by Kubernetes. Each task
@@ -571,7 +571,7 @@ def _serve(task: Task, log: _Log) -> int:
     """A ps, or a worker under ParameterServerStrategy: a TF server until the chief goes."""
     from dpkit import cluster
 
-    threads = max(2, task.num_workers + 1)  # fewer deadlocks on 2 cores (lesson 06)
+    threads = max(2, task.num_workers + 1)  # fewer deadlocks on 2 cores (lesson 07)
     definition = cluster.server_def(task.cluster, task.job, task.index, threads)
     try:
         library = cluster._load_server_library()

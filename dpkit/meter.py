@@ -1,6 +1,6 @@
 """Measuring training throughput honestly: examples per second and seconds per step.
 
-Introduced in lesson 04. Plain Python, with no TensorFlow and no widgets: the training
+Introduced in lesson 05. Plain Python, with no TensorFlow and no widgets: the training
 loop calls :meth:`ThroughputMeter.tick` after each step (once the step's result is
 ready), and the meter turns the intervals between ticks into measurements.
 

@@ -1,6 +1,6 @@
 """Real data parallelism on a CPU: one worker process per core, each pinned to its core.
 
-Introduced in lesson 04. Logical CPU devices (lesson 00) share the same cores, so towers on
+Introduced in lesson 05. Logical CPU devices (lesson 00) share the same cores, so towers on
 them never add compute. Separate *processes*, each pinned to a core of its own with
 ``os.sched_setaffinity`` and running one intra-op thread, are truly separate compute: the
 closest a laptop gets to one GPU per worker. They train data-parallel with

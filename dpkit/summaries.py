@@ -1,6 +1,6 @@
 """TensorBoard from a notebook: writers, summaries, traces, reading logs back, launching it.
 
-Introduced in lesson 05. The pieces, in the order the lesson uses them:
+Introduced in lesson 06. The pieces, in the order the lesson uses them:
 
 * :func:`open_run` makes a fresh folder for one run (under ``runs/``, which git ignores)
   with a ``train`` and a ``test`` summary writer: TensorBoard shows each sub-folder as a
@@ -153,7 +153,7 @@ def open_run(experiment: str, name: str | None = None, *, root=None, writers=("t
     """Make a fresh folder ``root/experiment/name`` with one summary writer per sub-folder.
 
     Args:
-        experiment: groups runs, e.g. ``"05_tensorboard"`` (a lesson's name).
+        experiment: groups runs, e.g. ``"06_tensorboard"`` (a lesson's name).
         name: the run's folder; default: the date and time, so every run gets its own.
         root: parent of all runs; default :func:`runs_root`.
         writers: sub-folders that get a writer now (more with ``run.writer(name)``).
@@ -165,7 +165,7 @@ def open_run(experiment: str, name: str | None = None, *, root=None, writers=("t
         ValueError: a bad name, or a named folder that already holds event files (writing
             two runs into one folder mixes their curves).
     """
-    experiment = _check_name(experiment, "experiment", "05_tensorboard")
+    experiment = _check_name(experiment, "experiment", "06_tensorboard")
     base = Path(root) if root is not None else runs_root()
     if name is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")

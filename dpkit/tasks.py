@@ -1,6 +1,6 @@
 """Programs that run as the tasks of a cluster, and :class:`Group`, which runs several.
 
-Introduced in lesson 06. Some distributed set-ups need one *process* per task, each with
+Introduced in lesson 07. Some distributed set-ups need one *process* per task, each with
 its own ``TF_CONFIG`` (``MultiWorkerMirroredStrategy``) or its own TF1 session (between-graph
 replication). :class:`Group` starts those processes from a notebook and keeps them safe:
 
@@ -20,8 +20,8 @@ Programs (each reads its task from ``TF_CONFIG`` or its arguments):
   weights to an ``.npz`` file.
 * ``tf1``: a TF1 between-graph replication worker (``replica_device_setter``, plain SGD or
   ``SyncReplicasOptimizer``) that steps when told to, for the global-step experiment.
-* ``pinned``: a throughput worker of lesson 04 (:mod:`dpkit.pinned`), pinned to one core.
-* ``task``: the task launcher of lesson 07 (:mod:`dpkit.launcher`, ``python -m dpkit task``)
+* ``pinned``: a throughput worker of lesson 05 (:mod:`dpkit.pinned`), pinned to one core.
+* ``task``: the task launcher of lesson 08 (:mod:`dpkit.launcher`, ``python -m dpkit task``)
   with the arguments given; it sends its results as records.
 """
 
@@ -48,7 +48,7 @@ class TaskFailedError(RuntimeError):
 class Group:
     """Child processes, one per task, as a context manager.
 
-    Introduced in lesson 06::
+    Introduced in lesson 07::
 
         with tasks.Group(timeout=60) as group:
             for i in range(2):

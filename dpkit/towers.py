@@ -212,7 +212,7 @@ def make_tower_train_step(
         where_variables: ``"cpu"`` or ``"device0"``.
         loss_fn: ``loss_fn(labels, logits)``; default: sparse cross-entropy from logits.
         weighted: allow batches that do not divide evenly.
-        return_tower_losses: also return each tower's loss (lesson 05 logs them).
+        return_tower_losses: also return each tower's loss (lesson 06 logs them).
 
     Returns:
         ``step(x, y) -> mean loss``, or ``-> (mean loss, vector of tower losses)`` with

@@ -1,6 +1,6 @@
 """Notebook controls for throughput sweeps: pick devices, press Run, watch it scale.
 
-Introduced in lesson 04. Two entry points, both built on :class:`dpkit.bench.Sweep`:
+Introduced in lesson 05. Two entry points, both built on :class:`dpkit.bench.Sweep`:
 
 * :func:`live_sweep` runs a sweep inside the cell and shows it live: a progress bar,
   a status line, the throughput plot redrawn as each measurement window arrives, and

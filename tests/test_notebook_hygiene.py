@@ -86,3 +86,48 @@ def test_no_absolute_paths_and_normal_form(path):
     sources = "".join(c.source for c in nbio.read(path).cells)
     assert not re.search(r"(/home/|/root/|/Users/|/work/|C:\\\\)", sources)
     assert text == nbio.dumps(nbio.read(path)), "not in normal form: write it with tools/nbio.py"
+
+
+# A warning, a log line or a traceback in a stored output distracts a learner reading the
+# lesson, unless the lesson is about it: then the cell carries the tag "shows-warning".
+NOISE = re.compile(
+    r"^\s*(WARNING|INFO|ERROR|DEBUG)\b[:\s]"  # Python and absl logging
+    r"|^[IWEF]\d{4} \d\d:\d\d:\d\d"  # TensorFlow's C++ log lines
+    r"|Traceback \(most recent call last\)"
+    r"|\b\w*Warning: ",  # warnings.warn's "file:line: UserWarning: ..."
+    re.MULTILINE,
+)
+
+
+def output_text(output) -> str:
+    if output.output_type == "stream":
+        return output.text
+    if output.output_type == "error":
+        return "Traceback (most recent call last)\n" + "\n".join(output.traceback)
+    return output.get("data", {}).get("text/plain", "")
+
+
+@pytest.mark.parametrize("path", LESSONS + SOLUTIONS, ids=ids(LESSONS + SOLUTIONS))
+def test_no_stored_warning_log_line_or_traceback(path):
+    for cell in code_cells(nbio.read(path)):
+        if nbio.has_tag(cell, "shows-warning"):
+            continue
+        for output in cell.outputs:
+            found = NOISE.search(output_text(output))
+            assert not found, (
+                f"cell {cell.get('id')} stores {found.group(0)!r}: silence it at its source, or "
+                "tag the cell 'shows-warning' if the lesson is about it"
+            )
+
+
+def test_the_noise_pattern_finds_what_it_should():
+    for noisy in [
+        "INFO:tensorflow:Using MirroredStrategy with devices (...)",
+        "WARNING:tensorflow:AutoGraph could not transform <function>",
+        "/tmp/ipykernel_1/2.py:1: UserWarning: dpkit.cluster: no authentication",
+        "W0000 00:00:1700000000.1 12 gpu.cc:1] not found",
+        "Traceback (most recent call last)",
+    ]:
+        assert NOISE.search(noisy), noisy
+    for quiet in ["weights equal within 1e-5: True", "warm-up: 3 steps", "INFOrmation"]:
+        assert not NOISE.search(quiet), quiet

@@ -10,7 +10,7 @@ a shortcut that skips what the task teaches.
 
 from __future__ import annotations
 
-from tests.wrong_answers import ex01, ex02, ex03, ex04, ex05, ex06, ex07
+from tests.wrong_answers import ex01, ex02, ex03, ex04, ex05, ex06, ex07, ex08
 from tests.wrong_answers.base import Wrong
 
 __all__ = ["TABLES", "Wrong"]
@@ -19,8 +19,9 @@ TABLES: dict[str, list[Wrong]] = {
     "01_one_device.ipynb": ex01.WRONG,
     "02_towers.ipynb": ex02.WRONG,
     "03_gradient_averaging.ipynb": ex03.WRONG,
-    "04_throughput_and_scaling.ipynb": ex04.WRONG,
-    "05_tensorboard.ipynb": ex05.WRONG,
-    "06_parameter_servers.ipynb": ex06.WRONG,
-    "07_beyond_one_machine.ipynb": ex07.WRONG,
+    "04_all_reduce_and_mirrored.ipynb": ex04.WRONG,
+    "05_throughput_and_scaling.ipynb": ex05.WRONG,
+    "06_tensorboard.ipynb": ex06.WRONG,
+    "07_parameter_servers.ipynb": ex07.WRONG,
+    "08_beyond_one_machine.ipynb": ex08.WRONG,
 }

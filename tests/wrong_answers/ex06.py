@@ -1,198 +1,322 @@
-"""Wrong answers for exercises/06_parameter_servers.ipynb (table format: base.py)."""
+"""Wrong answers for exercises/06_tensorboard.ipynb (table format: base.py)."""
+
+import textwrap
 
 from tests.wrong_answers.base import Wrong
 
-# The solution's make_tf_config with the checks, the messages or the text swapped.
-_JOB_CHECK = """
-if task_type not in cluster_dict:
-    raise ValueError(f"no job {task_type!r} in the cluster; it has {sorted(cluster_dict)}")
+# The solution's summaries with one piece swapped: the stddev, the histogram's tensor, the scope.
+_SUMMARIES = """
+{scope}
+    mean = tf.reduce_mean(values)
+    tf.summary.scalar("mean", mean, step=step)
+    tf.summary.scalar("stddev", {std}, step=step)
+    tf.summary.scalar("max", tf.reduce_max(values), step=step)
+    tf.summary.scalar("min", tf.reduce_min(values), step=step)
+    tf.summary.histogram("histogram", {hist}, step=step)
 """
-_CONFIG = """
-{job_check}
-size = len(cluster_dict[task_type])
-if {bad_index}:
-    raise ValueError(f"{{task_type}} index must be 0 to {{{last}}}, got {{index}}")
-return {result}
-"""
-_TEXT = 'json.dumps({"cluster": cluster_dict, "task": {"type": task_type, "index": index}})'
+_POPULATION = "tf.sqrt(tf.reduce_mean(tf.square(values - mean)))"
 
 
-def _config(job_check=_JOB_CHECK, bad_index="not 0 <= index < size", last="size - 1", result=_TEXT):
-    return _CONFIG.format(job_check=job_check, bad_index=bad_index, last=last, result=result)
+def _summaries(std=_POPULATION, hist="values", scoped=True):
+    code = _SUMMARIES.format(std=std, hist=hist, scope="with tf.name_scope(name):")
+    return code if scoped else textwrap.dedent(code.replace("with tf.name_scope(name):", ""))
 
 
-# The solution's count_steps with the counter made elsewhere, updated otherwise, or not awaited.
-_COUNT = """
-strategy = coordinator.strategy
-{make}
-
-@tf.function
-def step():
-    strategy.run(lambda: {update})
-
-for _ in range(steps):
-    coordinator.schedule(step)
-{join}
-return int(counter.numpy())
+# The solution's reader with one piece swapped.
+_READER = """
+reader = event_accumulator.EventAccumulator(str(folder){guidance})
+{reload}
+events = reader.{method}(tag)
+steps = [int(e.step) for e in events]
+values = [{value} for e in events]
+return steps, values
 """
 
 
-def _count(
-    make="with strategy.scope():\n    counter = tf.Variable(0, dtype=tf.int64)",
-    update="counter.assign_add(1)",
-    join="coordinator.join()",
+def _reader(
+    guidance=", size_guidance={event_accumulator.TENSORS: 0}",
+    reload="reader.Reload()",
+    method="Tensors",
+    value="float(tensor_util.make_ndarray(e.tensor_proto))",
 ):
-    return _COUNT.format(make=make, update=update, join=join)
+    return _READER.format(guidance=guidance, reload=reload, method=method, value=value)
+
+
+# The solution's counter with the filter or the key swapped.
+_COUNTER = """
+counts = {{}}
+for op in placed:
+    if {keep}:
+        spec = tf.DeviceSpec.from_string(op.device)
+        key = {key}
+        counts[key] = counts.get(key, 0) + 1
+return counts
+"""
+
+
+def _counter(
+    keep='"Conv2D" in op.type and "Backprop" not in op.type',
+    key="(spec.device_type, spec.device_index)",
+):
+    return _COUNTER.format(keep=keep, key=key)
 
 
 WRONG: list[Wrong] = [
-    # 1. make_tf_config
+    # 1. my_variable_summaries
     Wrong(
         1,
-        "no validation",
-        f"return {_TEXT}",
+        "sample standard deviation",
+        _summaries(
+            std="tf.sqrt(tf.reduce_sum(tf.square(values - mean)) "
+            "/ (tf.cast(tf.size(values), tf.float32) - 1.0))"
+        ),
         check="1",
-        expect=r"worker index 3 must raise ValueError",
+        expect=r"conv1_kernel/stddev: .* is the sample standard deviation \(divided by n - 1\)",
     ),
     Wrong(
         1,
-        "index up to the size",
-        _config(bad_index="not 0 <= index <= size"),
+        "variance for stddev",
+        _summaries(std="tf.math.reduce_variance(values)"),
         check="1",
-        expect=r"worker index 3 must raise ValueError",
+        expect=r"conv1_kernel/stddev: .* is the variance",
     ),
     Wrong(
         1,
-        "negative index accepted",
-        _config(bad_index="index >= size"),
+        "no name scope",
+        _summaries(scoped=False),
         check="1",
-        expect=r"worker index -1 must raise ValueError",
+        expect=r"the tags \['histogram', 'max', 'mean', 'min', 'stddev'\] are not under the name "
+        r"scopes \['conv1_kernel', 'shifted_kernel'\]",
     ),
     Wrong(
         1,
-        "valid index rejected",
-        _config(bad_index="not 0 <= index < size - 1"),
+        "min and max swapped",
+        _summaries()
+        .replace('"max", tf.reduce_max', '"max", tf.reduce_min')
+        .replace('"min", tf.reduce_min', '"min", tf.reduce_max'),
         check="1",
-        expect=r"chief:0 is a task of CLUSTER, yet you raised: chief index must be 0 to 0",
+        expect=r"conv1_kernel/min: 0\.\d+, NumPy says -0\.\d+",
     ),
     Wrong(
         1,
-        "range named 0 to size",
-        _config(last="size"),
+        "histogram of the mean",
+        _summaries(hist="mean"),
         check="1",
-        expect=r"name the valid range '0 to 2' in the message: worker index must be 0 to 3",
+        expect=r"conv1_kernel/histogram counts 1 values, the tensor has 800",
     ),
     Wrong(
         1,
-        "KeyError for a missing job",
-        _config(job_check=""),
+        "histogram of the centred values",
+        _summaries(hist="values - mean"),
         check="1",
-        expect=r"evaluator:0 raised KeyError \('evaluator'\), not a ValueError",
+        expect=r"conv1_kernel/histogram spans .* it shows some other tensor",
     ),
     Wrong(
         1,
-        "missing job not named",
-        _config(job_check=_JOB_CHECK.replace("; it has {sorted(cluster_dict)}", "")),
+        "dpkit's variable_summaries",
+        "summaries.variable_summaries(values, name=name, step=step)",
         check="1",
-        expect=r"should name the jobs it has \(chief, ps, worker\); "
-        r"yours says: no job 'evaluator' in the cluster$",
+        expect=r"calls dpkit's summaries.variable_summaries: write the summaries yourself",
     ),
     Wrong(
         1,
-        "a dict, not JSON text",
-        _config(result='{"cluster": cluster_dict, "task": {"type": task_type, "index": index}}'),
+        "step not passed",
+        _summaries().replace(", step=step)", ")"),
         check="1",
-        expect=r"return JSON text \(json.dumps\), not dict",
+        expect=r"my_variable_summaries raised ValueError: .*step",
     ),
     Wrong(
         1,
-        "task id key",
-        _config(result=_TEXT.replace('"index": index', '"id": index')),
+        "mean absolute deviation for the stddev",
+        _summaries(std="tf.reduce_mean(tf.abs(values - mean))"),
         check="1",
-        expect=r"chief:0: TensorFlow reads the task as chief:None",
+        expect=r"conv1_kernel/stddev: .* is the mean absolute distance from the mean",
     ),
-    # 2. predict_ps
+    Wrong(
+        1,
+        "the default summary step set and left set",
+        "tf.summary.experimental.set_step(step)\n" + _summaries().replace(", step=step)", ")"),
+        check="1",
+        expect=r"left TensorFlow's default summary step at 3 \(it was None\)",
+    ),
+    Wrong(
+        1,
+        "a histogram with one bucket",
+        _summaries(hist="values, buckets=1"),
+        check="1",
+        expect=r"conv1_kernel/histogram has 1 bucket\(s\): too few",
+    ),
+    # 2. read_scalars
     Wrong(
         2,
-        "first variable on task 1",
-        "return {name: (k + 1) % num_ps for k, name in enumerate(variable_names)}",
+        "default size_guidance",
+        _reader(guidance=""),
         check="2",
-        expect=r"2 ps: global_step, variable 0 in creation order, is on ps task 0; you predict 1",
+        expect=r"read 10 of the 150 values written: .*as many as size_guidance says",
     ),
     Wrong(
         2,
-        "global step left on the worker",
+        "size_guidance for scalars",
+        _reader(guidance=", size_guidance={event_accumulator.SCALARS: 0}"),
+        check="2",
+        expect=r"read 10 of the 150 values written: .*the kind of event a scalar is stored as",
+    ),
+    Wrong(
+        2,
+        "Scalars instead of Tensors",
+        _reader(method="Scalars", value="e.value"),
+        check="2",
+        expect=r"raised KeyError .*TensorFlow 2 writes a scalar summary as a tensor event",
+    ),
+    Wrong(
+        2,
+        "no Reload",
+        _reader(reload=""),
+        check="2",
+        expect=r"raised KeyError .*it has not read the files \(Reload\)",
+    ),
+    Wrong(
+        2,
+        "float_val of a tensor_content proto",
+        _reader(value="e.tensor_proto.float_val[0]"),
+        check="2",
+        expect=r"read_scalars raised IndexError: .*its float_val list is empty",
+    ),
+    Wrong(
+        2,
+        "NumPy arrays, not numbers",
+        _reader(value="tensor_util.make_ndarray(e.tensor_proto)"),
+        check="2",
+        expect=r"values holds numpy\.ndarray items: return plain Python numbers",
+    ),
+    Wrong(
+        2,
+        "a dict of step to value",
+        _reader().replace("return steps, values", "return {s: v for s, v in zip(steps, values)}"),
+        check="2",
+        expect=r"return \(steps, values\), two lists; you returned a dict",
+    ),
+    Wrong(
+        2,
+        "dpkit's summaries.read",
         """
-        names = [name for name in variable_names if name != "global_step"]
-        return {name: k % num_ps for k, name in enumerate(names)}
+        steps, values = summaries.read(folder)["."].scalar(tag)
+        return steps.tolist(), values.tolist()
         """,
         check="2",
-        expect=r"2 ps: you predict no task for \['global_step'\]",
+        expect=r"read_scalars calls dpkit's summaries.read: read the files with TensorBoard's",
     ),
     Wrong(
         2,
-        "contiguous blocks",
-        "return {name: k * num_ps // len(variable_names) for k, name in enumerate(variable_names)}",
+        "a size_guidance of 100",
+        _reader(guidance=", size_guidance={event_accumulator.TENSORS: 100}"),
         check="2",
-        expect=r"2 ps: conv1/kernel, variable 1 in creation order, is on ps task 1; you predict 0",
+        expect=r"read 100 of the 150 values written",
     ),
     Wrong(
         2,
-        "alphabetical order",
-        "return {name: k % num_ps for k, name in enumerate(sorted(variable_names))}",
+        "steps and values sorted apart",
+        _reader().replace("return steps, values", "return sorted(steps), sorted(values)"),
         check="2",
-        # with 2 ps the sorted names happen to take the same turns; 3 ps tell them apart
-        expect=r"3 ps: global_step, variable 0 in creation order, is on ps task 0; you predict 1",
+        expect=r"the values are those written, but not each at its own step",
     ),
     Wrong(
         2,
-        "device strings",
-        'return {name: f"/job:ps/task:{k % num_ps}" for k, name in enumerate(variable_names)}',
+        "pairs sorted by value",
+        _reader().replace(
+            "return steps, values",
+            "pairs = sorted(zip(steps, values), key=lambda p: p[1])\n"
+            "return [p[0] for p in pairs], [p[1] for p in pairs]",
+        ),
         check="2",
-        expect=r"global_step: '/job:ps/task:0'; predict the index of the ps task, an int",
-    ),
-    # 3. count_steps (each run starts a local cluster: a few seconds)
-    Wrong(
-        3,
-        "read then assign",
-        _count(update="counter.assign(counter + 1)"),
-        check="3",
-        expect=r"count_steps\(coordinator, 60\): the step writes the counter back with assign "
-        r"\(AssignVariableOp\)",
+        expect=r"the \(step, value\) pairs are right but in another order",
     ),
     Wrong(
-        3,
-        "counter outside strategy.scope()",
-        _count(make="counter = tf.Variable(0, dtype=tf.int64)"),
-        check="3",
-        expect=r"count_steps\(coordinator, 60\): the counter lives on '/job:chief/.*', not on a ps",
+        2,
+        "values rounded",
+        _reader(value="round(float(tensor_util.make_ndarray(e.tensor_proto)), 2)"),
+        check="2",
+        expect=r"your values are rounded to 2 decimal places",
     ),
     Wrong(
-        3,
-        "no join",
-        _count(join=""),
-        check="3",
-        expect=r"count_steps\(coordinator, 60\) read the count before the scheduled steps had "
-        r"finished",
+        2,
+        "float steps",
+        _reader().replace("int(e.step)", "float(e.step)"),
+        check="2",
+        expect=r"steps holds builtins\.float items \(0\.0\): a step is a whole number",
     ),
     Wrong(
-        3,
-        "a Python counter",
+        2,
+        "the event files decoded by hand",
         """
-        count = 0
-
-        @tf.function
-        def step():
-            nonlocal count
-            count += 1
-            return tf.constant(1)
-
-        for _ in range(steps):
-            coordinator.schedule(step)
-        coordinator.join()
-        return count
+        steps, values = [], []
+        for path in sorted(tf.io.gfile.glob(f"{folder}/*tfevents*")):
+            for event in tf.compat.v1.train.summary_iterator(str(path)):
+                for v in event.summary.value:
+                    if v.tag == tag:
+                        steps.append(int(event.step))
+                        values.append(float(tensor_util.make_ndarray(v.tensor)))
+        return steps, values
         """,
+        check="2",
+        expect=r"read_scalars made no event_accumulator\.EventAccumulator",
+    ),
+    # 3. convolutions_per_device
+    Wrong(
+        3,
+        "only the type Conv2D",
+        _counter(keep='op.type == "Conv2D"'),
         check="3",
-        expect=r"count_steps\(coordinator, 60\) made no tf.Variable",
+        expect=r"\('CPU', 0\): you found no convolutions; .*'_FusedConv2D'.*renames \(fuses\)",
+    ),
+    Wrong(
+        3,
+        "backprop convolutions counted",
+        _counter(keep='"Conv2D" in op.type'),
+        check="3",
+        expect=r"\('CPU', 0\): 5 convolutions, expected 2: you also count the 3 backprop",
+    ),
+    Wrong(
+        3,
+        "keyed by the device string",
+        _counter(key="op.device"),
+        check="3",
+        expect=r"your key '/job:localhost/replica:0/task:0/device:CPU:0', expected keys like "
+        r"\('CPU', 0\): key by \(device_type, device_index\)",
+    ),
+    Wrong(
+        3,
+        "keyed by the device index",
+        _counter(key="spec.device_index"),
+        check="3",
+        expect=r"your key 0, expected keys like \('CPU', 0\): key by \(device_type, device_index\)",
+    ),
+    Wrong(
+        3,
+        "conv in the op name",
+        _counter(keep='"conv" in op.name'),
+        check="3",
+        expect=r"\('CPU', 0\): \d+ convolutions, expected 2",
+    ),
+    Wrong(
+        3,
+        "only the fused type",
+        _counter(keep='op.type == "_FusedConv2D"'),
+        check="3",
+        expect=r"you count \{\}, expected \{\('CPU', 0\): 1\}: a Conv2D is a forward convolution",
+    ),
+    Wrong(
+        3,
+        "the device type in lower case",
+        _counter(key="(spec.device_type.lower(), spec.device_index)"),
+        check="3",
+        expect=r"your key \('cpu', 0\).*DeviceSpec spells the device type 'CPU'",
+    ),
+    Wrong(
+        3,
+        "the index as text",
+        _counter(key="tuple(op.device.split('device:')[-1].split(':'))"),
+        check="3",
+        expect=r"your key \('CPU', '0'\).*the index is a str",
     ),
 ]
