@@ -4,8 +4,8 @@ Introduced in lessons 01 and 02. Everything here runs under ``tf.compat.v1`` in 
 graph of its own, so it does not disturb the notebook's eager TF2 code.
 
 * :func:`lenet5_tf1`: LeNet-5 with ``get_variable`` and raw ``tf.nn`` ops, as the
-  seeds' CIFAR-10 code writes models.
-* :class:`TowerTrainer`: the seeds' multi-device trainer: the batch split with
+  sources' CIFAR-10 code writes models.
+* :class:`TowerTrainer`: the three-GPU tutorial's multi-device trainer: the batch split with
   ``tf.split``, one tower per device under ``name_scope("tower_i")``, the variables
   shared through ``variable_scope`` reuse and pinned to a parameter device (the
   CPU), the towers' gradients averaged there and applied once.
@@ -70,7 +70,7 @@ def assign_to_device(device: str, ps_device: str = "/device:CPU:0"):
 
 
 class TowerTrainer:
-    """The seeds' TF1 multi-device trainer, built in a graph of its own.
+    """The sources' TF1 multi-device trainer, built in a graph of its own.
 
     Use as a context manager (it owns a ``Session``), or call :meth:`close`.
 

@@ -3,7 +3,7 @@
 Introduced in lesson 01. The default everywhere is ``"digits"``: scikit-learn's
 1,797 handwritten digits (8x8, shipped inside the package, so no download),
 scaled up to the MNIST layout: the digit fills a 20x20 box centred in a 28x28
-image. The seeds' LeNet-5 and MLP then apply unchanged.
+image. The sources' LeNet-5 and MLP then apply unchanged.
 
 MNIST, Fashion-MNIST and CIFAR-10 come through the Keras loaders when they are
 in the Keras cache (``~/.keras/datasets``) or the network allows a download.

@@ -6,7 +6,7 @@ gradient of the whole batch's mean loss, so N towers take the same step as one
 device with the whole batch.
 
 :func:`average_gradients` is the one to use. The three ``average_*`` functions
-below it are the teaching versions from lesson 03: the seeds' expand_dims +
+below it are the teaching versions from lesson 03: the three-GPU tutorial's expand_dims +
 concat + mean, stack + mean, and add_n / N. They agree on dense gradients.
 :func:`ring_all_reduce` sums one tensor per device the way NCCL's ring does.
 """
@@ -87,7 +87,7 @@ def _mean_of(grads, fractions, position: int, var_name: str):
 def average_gradients(tower_grads, weights=None):
     """Average gradients across towers.
 
-    Accepts both forms the seeds use: a list (one entry per tower) of lists of
+    Accepts both forms the sources use: a list (one entry per tower) of lists of
     ``(gradient, variable)`` pairs, as ``optimizer.compute_gradients`` returned in
     TF1, or a list of plain gradient lists, as ``tape.gradient`` returns.
 
@@ -145,7 +145,7 @@ def average_gradients(tower_grads, weights=None):
 
 
 def average_concat_mean(tower_grads):
-    """The seeds' version: add a leading tower axis, concatenate, mean over it."""
+    """The three-GPU tutorial's version: add a leading tower axis, concatenate, mean over it."""
     import tensorflow as tf
 
     return [

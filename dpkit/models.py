@@ -1,10 +1,10 @@
-"""The seeds' three models, written fresh in Keras 3, with size and cost estimates.
+"""The sources' three models, written fresh in Keras 3, with size and cost estimates.
 
 Introduced in lesson 01. Every model returns logits (no softmax), so pair it
 with ``from_logits=True`` losses.
 
 * :func:`lenet5`: two 5x5 convolutions (32 and 64 filters) with 2x2 max-pooling,
-  a 512-unit dense layer and the output layer; the seeds' LeNet-5 for 28x28 input.
+  a 512-unit dense layer and the output layer; the sources' LeNet-5 for 28x28 input.
 * :func:`cifar10_cnn`: the CIFAR-10 network of TensorFlow's classic multi-GPU
   tutorial: two 5x5x64 convolutions with 3x3/2 pooling and local response
   normalisation, then 384- and 192-unit dense layers; 24x24x3 crops.
@@ -69,7 +69,7 @@ def _check_classes(num_classes) -> int:
 
 
 def lenet5(input_shape=(28, 28, 1), num_classes: int = 10):
-    """LeNet-5 as the seeds use it (28x28 input).
+    """LeNet-5 as the sources use it (28x28 input).
 
     Args:
         input_shape: ``(height, width, channels)``; must be at least 4x4 after two poolings.

@@ -313,7 +313,7 @@ def _worker_session_creator():
     """TF1's ``WorkerSessionCreator`` with a 0.5 s wait between readiness checks, not 30 s.
 
     A worker that starts before the chief has initialised the variables otherwise sleeps
-    30 s (the seeds' ``Supervisor`` was given ``recovery_wait_secs=1`` for the same reason).
+    30 s (the book chapter's ``Supervisor`` was given ``recovery_wait_secs=1`` for the same reason).
     """
     import tensorflow as tf
     from tensorflow.python.training import session_manager

@@ -6,7 +6,7 @@ global batch, computes its loss and gradients on its device, and the averaged
 gradients (``dpkit.gradients``) update the shared variables once.
 
 Where the variables live is decided when the model is built: build it inside
-``with variable_device(devices, "cpu")`` (the seeds' usual choice, the CPU acts as
+``with variable_device(devices, "cpu")`` (the sources' usual choice, the CPU acts as
 parameter server) or ``"device0"`` (the first device holds them and sends copies to
 the others; on GPUs it then needs more memory than the rest).
 """
