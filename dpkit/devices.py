@@ -9,6 +9,9 @@ TensorFlow. It picks one of three cases:
   logical GPUs, each with a memory limit.
 * ``"logical_cpus"``: it has no GPU; split the CPU into ``n`` logical CPUs.
 
+``plan(n, num_gpus).calls`` prints the ``tf.config`` calls each case makes, so you
+can read what ``setup`` would do on a machine you do not have.
+
 Logical devices share the hardware underneath them. They let the same tower
 code run unchanged on a laptop, one GPU or many, but they add no compute.
 """
@@ -54,6 +57,28 @@ class Plan:
     @property
     def explanation(self) -> str:
         return _EXPLANATIONS[self.case].format(n=self.num_devices, mb=self.gpu_memory_mb)
+
+    @property
+    def calls(self) -> tuple[str, ...]:
+        """The ``tf.config`` calls :func:`setup` makes for this plan, as lines of Python.
+
+        Introduced in lesson 00, to show what ``setup`` does on machines you do not
+        have. The lines come from the same steps ``setup`` carries out (``_steps``),
+        so the text cannot drift from what it does. Paste them at the top of a
+        program, before any other TensorFlow code, to get the same devices without dpkit.
+
+        Returns:
+            The lines, starting with the ``tf.config.list_physical_devices`` call
+            that names the physical devices the later lines use.
+
+        Raises:
+            ValueError: never for a plan made by :func:`plan` (which checks its
+                arguments); only if ``case`` is not one of ``CASES``.
+        """
+        steps = _steps(self)
+        listing = "gpus" if self.device_type == "GPU" else "cpus"
+        first = f'{listing} = tf.config.list_physical_devices("{self.device_type}")'
+        return (first, *(_render(step) for step in steps))
 
 
 @dataclass(frozen=True)
@@ -141,6 +166,48 @@ def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -
     return Plan(n, "logical_cpus", "CPU")
 
 
+# One step of a setup, as data, so that setup() runs it and Plan.calls prints it:
+#   ("visible", k)              show TensorFlow only the first k GPUs
+#   ("growth", i)               let GPU i's memory grow on demand
+#   ("split", which, n, mb)     split cpus[0] or gpus[0] into n logical devices (mb: limit)
+def _steps(p: Plan) -> tuple[tuple, ...]:
+    n = p.num_devices
+    if p.case == "physical_gpus":
+        # Memory growth is set per physical GPU. TensorFlow refuses it on a GPU that is
+        # split into logical devices, which is why the split case sets a limit instead.
+        return (("visible", n), *(("growth", i) for i in range(n)))
+    if p.case == "logical_gpus":
+        return (("visible", 1), ("split", "gpus", n, p.gpu_memory_mb))
+    if p.case == "logical_cpus":
+        return (("split", "cpus", n, None),)
+    raise ValueError(f"unknown case {p.case!r}; expected one of {CASES}.")
+
+
+def _render(step: tuple) -> str:
+    if step[0] == "visible":
+        return f'tf.config.set_visible_devices(gpus[:{step[1]}], "GPU")'
+    if step[0] == "growth":
+        return f"tf.config.experimental.set_memory_growth(gpus[{step[1]}], True)"
+    _, which, n, mb = step
+    limit = "" if mb is None else f"memory_limit={mb}"
+    return (
+        f"tf.config.set_logical_device_configuration({which}[0], "
+        f"[tf.config.LogicalDeviceConfiguration({limit})] * {n})"
+    )
+
+
+def _apply(tf, step: tuple, gpus: list, cpus: list) -> None:
+    if step[0] == "visible":
+        tf.config.set_visible_devices(gpus[: step[1]], "GPU")
+    elif step[0] == "growth":
+        tf.config.experimental.set_memory_growth(gpus[step[1]], True)
+    else:
+        _, which, n, mb = step
+        device = (gpus if which == "gpus" else cpus)[0]
+        config = [tf.config.LogicalDeviceConfiguration(memory_limit=mb) for _ in range(n)]
+        tf.config.set_logical_device_configuration(device, config)
+
+
 def _restart_message(wanted: int, have: str) -> str:
     return (
         f"TensorFlow is already initialised with {have}, and a process cannot change its "
@@ -185,21 +252,10 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
     gpus = tf.config.list_physical_devices("GPU")  # does not initialise the runtime
     cpus = tf.config.list_physical_devices("CPU")
     p = plan(n, len(gpus), gpu_memory_mb=gpu_memory_mb)
+    physical = {"physical_gpus": gpus[:n], "logical_gpus": gpus[:1]}.get(p.case, cpus[:1])
     try:
-        if p.case == "physical_gpus":
-            tf.config.set_visible_devices(gpus[:n], "GPU")
-            for gpu in gpus[:n]:
-                tf.config.experimental.set_memory_growth(gpu, True)
-            physical = gpus[:n]
-        elif p.case == "logical_gpus":
-            tf.config.set_visible_devices(gpus[:1], "GPU")
-            limit = tf.config.LogicalDeviceConfiguration(memory_limit=p.gpu_memory_mb)
-            tf.config.set_logical_device_configuration(gpus[0], [limit] * n)
-            physical = gpus[:1]
-        else:
-            config = [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
-            tf.config.set_logical_device_configuration(cpus[0], config)
-            physical = cpus[:1]
+        for step in _steps(p):  # the same steps Plan.calls prints
+            _apply(tf, step, gpus, cpus)
     except RuntimeError:
         # TensorFlow was initialised by code that ran before us. Accept it only
         # if it already has exactly the devices we would have made.
@@ -207,7 +263,6 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
         if len(logical) != n:
             have = f"{len(logical)} {p.device_type} device(s)"
             raise RuntimeError(_restart_message(n, have)) from None
-        physical = gpus[:1] if p.device_type == "GPU" else cpus[:1]
 
     logical = tf.config.list_logical_devices(p.device_type)
     if len(logical) != n:  # e.g. a GPU split refused; better to stop than mislead
