@@ -6,6 +6,7 @@
 #         make timings (seconds per notebook; fails if one takes over 60 s),
 #         make test-under-load (make test with every core kept busy),
 #         make test-grading (nbgrader autogrades every exercise, not only exercise 02),
+#         make screenshots (lesson 06's TensorBoard pictures in lessons/images/),
 #         make bench (towers vs MirroredStrategy, pinned worker processes, sweep time,
 #         cluster up/down),
 #         make clean.
@@ -93,6 +94,13 @@ test-browser: $(STAMP)
 	    else echo "dpkit: Chromium is missing and cannot be installed here; the browser tests will skip"; fi; }
 	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,grade,browser]'
 	$(PY) -m pytest browser_tests -p no:cacheprovider -v -rs
+
+# Lesson 06's pictures of TensorBoard (lessons/images/tensorboard_*.png): TensorBoard on
+# the run lesson 06 makes, its Scalars and Histograms dashboards shot in headless Chromium.
+# The same Chromium and Playwright as test-browser, running only browser_tests/test_screenshots.py.
+.PHONY: screenshots
+screenshots:
+	DPKIT_UPDATE_SCREENSHOTS=1 PYTEST_ADDOPTS="-k screenshot" $(MAKE) --no-print-directory test-browser
 
 notebooks: $(STAMP)
 	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb

@@ -255,7 +255,7 @@ def _image_src(widget) -> str:
     return widget.locator("img").first.get_attribute("src") or ""
 
 
-def test_lesson_04_sweep_panel_runs_updates_and_stops(browser, lab):
+def test_lesson_05_sweep_panel_runs_updates_and_stops(browser, lab):
     page = Page(browser, lab, "lessons/05_throughput_and_scaling.ipynb")
     seconds = page.run(timeout=400)
     page.shot("after-run-all")
@@ -312,7 +312,7 @@ def test_lesson_04_sweep_panel_runs_updates_and_stops(browser, lab):
     print(f"lesson 05 ran in the browser in {seconds:.0f} s")
 
 
-def test_lesson_05_shows_tensorboard_inline(browser, lab):
+def test_lesson_06_shows_tensorboard_inline(browser, lab):
     page = Page(browser, lab, "lessons/06_tensorboard.ipynb")
     stop_cell = page.cell_index("# NBVAL_CHECK_OUTPUT\nsummaries.stop()")
     page.select(stop_cell)

@@ -6,7 +6,7 @@ Introduced in lesson 06. The pieces, in the order the lesson uses them:
   with a ``train`` and a ``test`` summary writer: TensorBoard shows each sub-folder as a
   *run*, so the two loss curves share one chart.
 * :func:`variable_summaries` writes a tensor's mean, standard deviation, min, max and
-  histogram under one name scope (the third seed's helper, in TF2).
+  histogram under one name scope (the book chapter's helper, in TF2).
 * :func:`make_logged_tower_step` is the tower step of ``dpkit.towers`` that also returns
   each tower's loss; :func:`tower_scalars` writes them next to the average.
 * :func:`trace_graph` exports the graph of a ``tf.function`` call, as placed on the

@@ -261,7 +261,7 @@ def make_tower_train_step(
 def make_parallel(fn, devices, **inputs):
     """Run ``fn`` on every device, each on a slice of the inputs; concatenate the results.
 
-    The fourth seed's helper: every keyword input is split along its first axis
+    The PaddleFluid comparison's helper: every keyword input is split along its first axis
     into one piece per device, ``fn(**pieces)`` runs under that device (and a
     ``tower_i`` name scope), and the outputs are joined along the first axis. Use it
     for functions whose output has one row per example (per-example losses,
