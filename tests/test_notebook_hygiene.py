@@ -2,8 +2,10 @@
 
 import ast
 import re
+import statistics
 
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 from tests.notebooks import EXERCISES, LESSONS, SOLUTIONS, nbio
 
@@ -23,12 +25,20 @@ def test_the_workbook_has_its_first_lessons():
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
-def test_lesson_states_at_least_three_checked_claims(path):
+def test_lesson_states_at_least_five_checked_claims(path):
     nb = nbio.read(path)
     checked = [c for c in code_cells(nb) if "# NBVAL_CHECK_OUTPUT" in c.source]
-    assert len(checked) >= 3
+    assert len(checked) >= 5, f"{len(checked)} checked cells: a lesson states at least 5 claims"
     for cell in checked:  # a claim nbval compares must have an output to compare
         assert any(o.output_type in ("stream", "execute_result") for o in cell.outputs), cell.source
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+def test_lesson_code_cells_are_short(path):
+    """Like the TensorFlow docs tutorials: a median of at most 8 lines, define then use."""
+    lengths = sorted(len(c.source.strip().splitlines()) for c in code_cells(nbio.read(path)))
+    median = statistics.median(lengths)
+    assert median <= 8, f"median code cell {median} lines: split build from run from show"
 
 
 @pytest.mark.parametrize("path", ALL, ids=ids(ALL))
@@ -60,7 +70,8 @@ def test_structure_title_setup_summary(path):
 @pytest.mark.parametrize("path", ALL, ids=ids(ALL))
 def test_imports_only_in_the_first_code_cell(path):
     for cell in code_cells(nbio.read(path))[1:]:
-        tree = ast.parse(cell.source)
+        # IPython's transformer turns magics (%%writefile) into Python that ast can read.
+        tree = ast.parse(TransformerManager().transform_cell(cell.source))
         imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert not imports, f"import outside the Setup cell:\n{cell.source[:200]}"
 
