@@ -1,4 +1,4 @@
-"""Diagrams drawn with matplotlib, for the lessons' pictures (lesson 00)."""
+"""Diagrams drawn with matplotlib, for the lessons' pictures (lessons 00, 02 and 07)."""
 
 from __future__ import annotations
 
@@ -175,4 +175,149 @@ def cluster_roles(num_workers: int = 2, num_ps: int = 2):
         ax.set_ylim(-0.2, 3.1)
         ax.axis("off")
     fig.tight_layout()
+    return fig
+
+
+_GRADIENT_COLOUR = "#b5179e"
+_HOME_COLOUR = "#cdb4db"
+_VARIABLE_HOMES = ("cpu", "device0")
+
+
+def _check_tower_step_args(num_devices, variables_on, device_names, global_batch_size):
+    if isinstance(num_devices, bool) or not isinstance(num_devices, int) or num_devices < 1:
+        raise ValueError(
+            f"num_devices must be a whole number >= 1 (one tower per device), got {num_devices!r}."
+        )
+    if not isinstance(variables_on, str) or variables_on.lower() not in _VARIABLE_HOMES:
+        raise ValueError(
+            "variables_on must be 'cpu' or 'device0' (where the variables live), "
+            f"got {variables_on!r}."
+        )
+    if device_names is None:
+        device_names = [f"GPU:{i}" for i in range(num_devices)]
+    device_names = [str(name) for name in device_names]
+    if len(device_names) != num_devices:
+        raise ValueError(
+            f"device_names has {len(device_names)} names for num_devices={num_devices}; "
+            "pass one name per device (e.g. setup.devices) or leave it out."
+        )
+    if global_batch_size is not None and (
+        isinstance(global_batch_size, bool)
+        or not isinstance(global_batch_size, int)
+        or global_batch_size < num_devices
+        or global_batch_size % num_devices
+    ):
+        raise ValueError(
+            f"global_batch_size={global_batch_size!r} does not split evenly into {num_devices} "
+            "towers; pass a multiple of num_devices, or None to leave the sizes out."
+        )
+    return variables_on.lower(), device_names
+
+
+def tower_step(
+    num_devices: int = 4,
+    variables_on: str = "cpu",
+    device_names=None,
+    global_batch_size: int | None = None,
+):
+    """One synchronous tower step: split, forward/backward per device, average, one update.
+
+    Introduced in lesson 02. Top to bottom: the global batch is split into one shard per
+    device; each device runs its tower (forward and backward pass on its shard); every
+    tower sends its gradients to the device that holds the variables, which averages them
+    and applies one update; at the next step every tower reads the updated variables.
+
+    Args:
+        num_devices: Number of devices, one tower each (at least 1).
+        variables_on: Where the variables live: ``"cpu"`` (the CPU as parameter server) or
+            ``"device0"`` (the first device, which also runs tower 0). Case-insensitive.
+        device_names: One label per device, e.g. ``setup.devices``; defaults to
+            ``GPU:0``, ``GPU:1``, ...
+        global_batch_size: Examples per step; if given, the batch and the shards are
+            labelled with their sizes. Must be a multiple of ``num_devices``.
+
+    Returns:
+        The matplotlib ``Figure``. Each tower's box has the gid ``tower_i`` and the
+        variables' box the gid ``variables``.
+
+    Raises:
+        ValueError: ``num_devices`` is not a whole number >= 1, ``variables_on`` is not
+            ``"cpu"`` or ``"device0"``, ``device_names`` has the wrong length, or
+            ``global_batch_size`` does not divide by ``num_devices``.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyBboxPatch
+
+    where, names = _check_tower_step_args(
+        num_devices, variables_on, device_names, global_batch_size
+    )
+    column = 2.0
+    span = column * num_devices
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.9 * num_devices), 4.6))
+
+    def box(x, y, w, h, label, colour, gid):
+        patch = FancyBboxPatch(
+            (x, y), w, h, boxstyle="round,pad=0.03", fc=colour, ec="black", lw=0.8
+        )
+        patch.set_gid(gid)
+        ax.add_patch(patch)
+        ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=8)
+
+    sizes = global_batch_size is not None
+    batch_label = f"global batch ({global_batch_size} examples)" if sizes else "global batch"
+    _batch(ax, 0.2, 5.0, span - 0.4, batch_label)
+    for i, name in enumerate(names):
+        centre = column * (i + 0.5)
+        shard = f"shard {i} ({global_batch_size // num_devices})" if sizes else f"shard {i}"
+        _batch(ax, centre - 0.6, 4.35, 1.2, shard)
+        _arrow(ax, (centre, 5.0), (centre, 4.62))
+        _device(ax, centre - 0.8, 2.3, 1.6, 1.75, "")
+        ax.text(centre, 2.55, name, ha="center", va="center", fontsize=7, color=_DEVICE_EDGE)
+        box(
+            centre - 0.65,
+            2.85,
+            1.3,
+            0.85,
+            f"tower_{i}\nforward +\nbackward",
+            _LAYER_COLOURS[0],
+            f"tower_{i}",
+        )
+        _arrow(ax, (centre, 4.35), (centre, 3.74))
+        # Gradients go down on the left of each device, the updated variables come up on the right.
+        _arrow(ax, (centre - 0.6, 2.26), (centre - 0.6, 1.36), _GRADIENT_COLOUR)
+        ax.annotate(
+            "",
+            xy=(centre + 0.6, 2.26),
+            xytext=(centre + 0.6, 1.36),
+            arrowprops=dict(arrowstyle="->", color=_DEVICE_EDGE, lw=1, ls="--"),
+        )
+
+    home = "the CPU" if where == "cpu" else f"{names[0]} (also runs tower_0)"
+    box(
+        0.3,
+        0.45,
+        span - 0.6,
+        0.85,
+        f"variables on {home}\naverage the {num_devices} gradients, apply one update",
+        _HOME_COLOUR,
+        "variables",
+    )
+    ax.set_xlim(0, span)
+    ax.set_ylim(0.3, 5.4)
+    ax.axis("off")
+    ax.set_title(f"One tower step on {num_devices} device{'s' * (num_devices > 1)}", fontsize=11)
+    handles = [
+        Line2D([], [], color=_GRADIENT_COLOUR, lw=1.2, label="gradients, this step"),
+        Line2D(
+            [],
+            [],
+            color=_DEVICE_EDGE,
+            lw=1.2,
+            ls="--",
+            label="updated variables, read by every tower at the next step",
+        ),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
