@@ -8,7 +8,7 @@ device with the whole batch.
 :func:`average_gradients` is the one to use. The three ``average_*`` functions
 below it are the teaching versions from lesson 03: the three-GPU tutorial's expand_dims +
 concat + mean, stack + mean, and add_n / N. They agree on dense gradients.
-:func:`ring_all_reduce` sums one tensor per device the way NCCL's ring does.
+:func:`ring_all_reduce` sums one tensor per device the way NCCL's ring does (lesson 04).
 """
 
 from __future__ import annotations
