@@ -80,7 +80,8 @@ WRONG: list[Wrong] = [
         "range named 0 to size",
         _config(last="size"),
         check="1",
-        expect=r"name the valid range '0 to 2' in the message: worker index must be 0 to 3",
+        expect=r"name the valid range '0 to 2' of job 'worker' in the message: "
+        r"worker index must be 0 to 3",
     ),
     Wrong(
         1,
@@ -194,5 +195,51 @@ WRONG: list[Wrong] = [
         """,
         check="3",
         expect=r"count_steps\(coordinator, 60\) made no tf.Variable",
+    ),
+    # found by a second pair of eyes
+    Wrong(
+        1,
+        "the size taken from the number of jobs",
+        _config().replace("size = len(cluster_dict[task_type])", "size = len(cluster_dict)"),
+        check="1",
+        expect=r"ps index 2 must raise ValueError: the job 'ps' has 2 task\(s\)",
+    ),
+    Wrong(
+        1,
+        "a float index",
+        _config(result=_TEXT.replace('"index": index', '"index": float(index)')),
+        check="1",
+        expect=r"chief:0: the task index is written as a float, not an int",
+    ),
+    Wrong(
+        1,
+        "str() of the dict",
+        _config(result=_TEXT.replace("json.dumps(", "str(")),
+        check="1",
+        expect=r"chief:0: your text is not JSON .*json\.dumps writes JSON",
+    ),
+    Wrong(
+        1,
+        "TF_CONFIG set as well",
+        _config().replace(
+            "return " + _TEXT,
+            "os.environ['TF_CONFIG'] = " + _TEXT + "\nreturn os.environ['TF_CONFIG']",
+        ),
+        check="1",
+        expect=r"make_tf_config changed os\.environ\['TF_CONFIG'\]",
+    ),
+    Wrong(
+        3,
+        "a float counter",
+        _count(make="with strategy.scope():\n    counter = tf.Variable(0.0)"),
+        check="3",
+        expect=r"the counter is a float32; a float32 stops counting exactly",
+    ),
+    Wrong(
+        3,
+        "the steps asked for returned",
+        _count().replace("return int(counter.numpy())", "return int(steps)"),
+        check="3",
+        expect=r"count_steps\(coordinator, 7\) returned 7, but the workers ran the step 8 times",
     ),
 ]
