@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import time
 
 
@@ -61,3 +63,14 @@ def wait_gone(pid: int, timeout: float, *, group: bool = False) -> bool:
             return True
         time.sleep(0.1)
     return gone(pid) and (not group or group_gone(pid))
+
+
+def stop_group(proc: subprocess.Popen, timeout: float = 15) -> None:
+    """End a child started in its own session: SIGTERM to its group, SIGKILL if it lingers."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
