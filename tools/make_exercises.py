@@ -37,6 +37,7 @@ from pathlib import Path
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import colab  # noqa: E402
 import nbio  # noqa: E402
 
 BEGIN = "### BEGIN SOLUTION"
@@ -117,7 +118,9 @@ def grading_metadata(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookN
 
 def make_exercise(solution: nbformat.NotebookNode, solution_name: str) -> nbformat.NotebookNode:
     """The exercise notebook for one solution notebook."""
-    nb = grading_metadata(solution, solution_name)
+    # The exercise's own Colab badge and install cell (tools/colab.py), then nbgrader's metadata.
+    nb = colab.apply(copy.deepcopy(solution), f"exercises/{solution_name}")
+    nb = grading_metadata(nb, solution_name)
     found = 0
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":

@@ -1,0 +1,100 @@
+"""Open in Colab: every notebook's badge names its own path; the install cell is guarded,
+quiet and idempotent (tools/colab.py writes both)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from IPython.core.inputtransformer2 import TransformerManager
+
+from tests.notebooks import EXERCISES, LESSONS, ROOT, nbio
+
+sys.path.insert(0, str(ROOT / "tools"))
+import colab  # noqa: E402
+
+ALL = LESSONS + [ROOT / "solutions" / p.name for p in EXERCISES] + EXERCISES
+
+
+def relpath(path):
+    return f"{path.parent.name}/{path.name}"
+
+
+@pytest.mark.parametrize("path", ALL, ids=[relpath(p) for p in ALL])
+def test_badge_names_its_own_path_and_install_cell_is_current(path):
+    assert colab.problems(nbio.read(path), relpath(path)) == []
+    title = nbio.read(path).cells[0 if path.parent.name != "exercises" else 1].source
+    assert title.startswith("# ") and colab.badge(relpath(path)) in title.split("\n")[:3]
+
+
+def test_the_check_catches_a_badge_pointing_elsewhere_and_a_missing_cell():
+    nb = nbio.read(LESSONS[1])
+    other = relpath(LESSONS[2])
+    assert any("not its own path" in p for p in colab.problems(nb, other))
+    nb.cells = [c for c in nb.cells if not colab.is_install_cell(c)]
+    assert any("0 Colab install cells" in p for p in colab.problems(nb, relpath(LESSONS[1])))
+
+
+def test_apply_is_idempotent_and_keeps_the_title_text():
+    nb = nbio.read(LESSONS[0])
+    before = nbio.dumps(nb)
+    again = nbio.dumps(colab.apply(nbio.read(LESSONS[0]), relpath(LESSONS[0])))
+    assert again == before
+
+
+class Recorder:
+    """Stands in for IPython's shell: records shell escapes and line magics."""
+
+    def __init__(self):
+        self.calls = []
+
+    def system(self, command):
+        self.calls.append(("!", command))
+
+    def run_line_magic(self, name, line, *args):
+        self.calls.append(("%", f"{name} {line}"))
+
+
+def run_cell_as(module: str, source: str):
+    shell_class = type("Shell", (Recorder,), {"__module__": module})
+    shell = shell_class()
+    code = TransformerManager().transform_cell(source)
+    exec(code, {"get_ipython": lambda: shell})
+    return shell.calls
+
+
+@pytest.mark.parametrize("folder", ["lessons", "solutions", "exercises"])
+def test_install_cell_acts_on_colab_only(folder):
+    source = colab.install_source(folder)
+    assert run_cell_as("ipykernel.zmqshell", source) == []  # Jupyter, papermill, nbval
+    calls = run_cell_as("google.colab._shell", source)
+    assert [kind for kind, _ in calls] == ["!", "!", "%"]
+    assert "git clone -q" in calls[0][1] and colab.repository() in calls[0][1]
+    assert "pip install -q /content/dpkit" in calls[1][1]
+    assert calls[2][1] == f"cd /content/dpkit/{folder}"
+
+
+def test_install_commands_clone_and_install_once(tmp_path):
+    """The shell lines run for real (git, python and pip replaced by loggers): a second run
+    of the cell clones nothing and installs nothing."""
+    calls = run_cell_as("google.colab._shell", colab.install_source("lessons"))
+    bin_dir, log = tmp_path / "bin", tmp_path / "log"
+    bin_dir.mkdir()
+    stubs = {
+        "git": f'echo "git $*" >> {log}; mkdir -p dpkit',
+        "pip": f'echo "pip $*" >> {log}; touch {tmp_path}/installed',
+        "python": f"test -e {tmp_path}/installed",  # 'import dpkit' works once installed
+    }
+    for name, body in stubs.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    for _ in range(2):
+        for kind, command in calls:
+            if kind == "!":
+                command = command.replace("/content", str(tmp_path))
+                subprocess.run(["sh", "-c", command], env=env, check=True)
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("git clone -q --depth 1 https://github.com/")
+    assert lines[1] == f"pip install -q {tmp_path}/dpkit"
