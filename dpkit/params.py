@@ -1,0 +1,136 @@
+"""Check a notebook's parameters before anything runs on them.
+
+Every lesson and solution starts with a cell tagged ``parameters`` (papermill's
+convention: ``papermill lesson.ipynb out.ipynb -p NUM_DEVICES 2`` replaces its values).
+The cell after it checks them all at once, so a value the lesson cannot use stops it
+before any work, with a message that names each bad parameter and what it allows::
+
+    params.check(
+        globals(),
+        NUM_DEVICES=params.whole(1, devices.MAX_DEVICES),
+        GLOBAL_BATCH_SIZE=params.whole(NUM_DEVICES, multiple_of=NUM_DEVICES),
+        LEARNING_RATE=params.positive(),
+    )
+
+Each rule (:func:`whole`, :func:`positive`, :func:`fraction`, :func:`one_of`,
+:func:`boolean`, :func:`whole_list`) returns a function that gives ``None`` for a good
+value and otherwise a description of the allowed values.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+
+Rule = Callable[[object], "str | None"]
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def whole(minimum: int = 0, maximum: int | None = None, *, multiple_of: int = 1) -> Rule:
+    """A whole number from ``minimum`` to ``maximum`` (inclusive), a multiple of ``multiple_of``."""
+    allowed = (
+        f"a whole number >= {minimum}"
+        if maximum is None
+        else (f"a whole number from {minimum} to {maximum}")
+    )
+    if multiple_of > 1:
+        allowed += f" that divides by {multiple_of}"
+
+    def rule(value):
+        ok = (
+            _is_whole(value)
+            and value >= minimum
+            and (maximum is None or value <= maximum)
+            and value % multiple_of == 0
+        )
+        return None if ok else allowed
+
+    return rule
+
+
+def positive(maximum: float | None = None) -> Rule:
+    """A number above 0 (and at most ``maximum``, if given)."""
+    allowed = "a number above 0" + ("" if maximum is None else f" and at most {maximum}")
+
+    def rule(value):
+        ok = _is_real(value) and value > 0 and (maximum is None or value <= maximum)
+        return None if ok else allowed
+
+    return rule
+
+
+def fraction() -> Rule:
+    """A number strictly between 0 and 1 (a decay factor)."""
+
+    def rule(value):
+        return None if _is_real(value) and 0 < value < 1 else "a number between 0 and 1 (exclusive)"
+
+    return rule
+
+
+def one_of(*choices) -> Rule:
+    """One of ``choices``."""
+    allowed = "one of " + ", ".join(repr(c) for c in choices)
+
+    def rule(value):
+        return None if any(value == c and type(value) is type(c) for c in choices) else allowed
+
+    return rule
+
+
+def boolean() -> Rule:
+    """``True`` or ``False``."""
+    return one_of(True, False)
+
+
+def whole_list(item: Rule, *, min_length: int = 1, distinct: bool = True) -> Rule:
+    """A list of at least ``min_length`` values that each pass ``item`` (no repeats)."""
+    each = item(object())  # what one item allows (an object() passes no rule)
+    allowed = (
+        f"a list of at least {min_length}{' different' if distinct else ''} values, each {each}"
+    )
+
+    def rule(value):
+        if not isinstance(value, (list, tuple)) or len(value) < min_length:
+            return allowed
+        if distinct and len({repr(v) for v in value}) < len(value):
+            return allowed
+        return allowed if any(item(v) is not None for v in value) else None
+
+    return rule
+
+
+def check(namespace: dict, **rules: Rule) -> None:
+    """Check each named parameter in ``namespace`` (pass ``globals()``) against its rule.
+
+    Raises:
+        ValueError: one line per parameter that is missing or breaks its rule, each naming
+            the value it has and the values allowed.
+    """
+    problems = []
+    for name, rule in rules.items():
+        if name not in namespace:
+            problems.append(f"{name} is not set: run the parameters cell above first")
+            continue
+        value = namespace[name]
+        allowed = rule(value)
+        if allowed is not None:
+            problems.append(f"{name} = {value!r}: it must be {allowed}")
+    if problems:
+        raise ValueError(
+            "this notebook cannot run with these parameters:\n  "
+            + "\n  ".join(problems)
+            + "\nChange them in the parameters cell (or papermill's -p NAME VALUE) and run again."
+        )
