@@ -221,7 +221,9 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
     """Make ``n`` devices available to TensorFlow and return their names.
 
     Call it once, before any other TensorFlow code in the process. Calling it
-    again with the same ``n`` returns the same result.
+    again with the same ``n`` returns the same result. On a GPU machine (Colab's one
+    GPU, say) it prints what it did and the ``tf.config`` calls it made; on a CPU it
+    prints nothing (lesson 00 shows those calls).
 
     Args:
         n: how many devices to train on (1 to ``MAX_DEVICES``).
@@ -271,6 +273,9 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
             "restart the kernel and try again, or report this machine's `python -m dpkit "
             "devices` output."
         )
+    if p.device_type == "GPU":  # e.g. Colab's one GPU: say what was done to it, and how
+        print(f"devices.setup({n}): {p.explanation}. The calls it made:")
+        print("\n".join(f"    {line}" for line in p.calls))
     _current = DeviceSetup(
         devices=tuple(d.name for d in logical),
         case=p.case,

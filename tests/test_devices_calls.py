@@ -69,6 +69,21 @@ def test_printed_gpu_calls_are_the_calls_setup_makes(monkeypatch, n, num_gpus):
     assert list(printed[1:]) == fake.lines
 
 
+def test_setup_on_a_gpu_says_what_it_did(monkeypatch, capsys):
+    """Colab's case: one GPU split in four; setup prints the split and the calls it made."""
+    tf = pytest.importorskip("tensorflow")
+    fake = _Recorder(1)
+    monkeypatch.setattr(tf, "config", fake)
+    monkeypatch.setattr(devices, "_current", None)
+    devices.setup(4, gpu_memory_mb=512)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        "devices.setup(4): GPU 0 split into 4 logical GPUs of 512 MB each "
+        "(they share one GPU's compute). The calls it made:"
+    )
+    assert [line.strip() for line in out[2:]] == fake.lines  # after the listing line
+
+
 @pytest.mark.parametrize("n, num_gpus", [(3, 0), (4, 1), (4, 8)])
 def test_printed_calls_are_python(n, num_gpus):
     for line in devices.plan(n, num_gpus).calls:
