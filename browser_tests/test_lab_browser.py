@@ -56,14 +56,24 @@ pytestmark = [
 
 
 class Lab:
-    """JupyterLab on a free loopback port with a token, serving a copy of the notebooks."""
+    """JupyterLab on a free loopback port with a token, serving a copy of the notebooks.
 
-    def __init__(self, root: Path):
+    ``base_url`` serves it under a path, as a JupyterHub does (``/user/<name>/``); ``env``
+    adds to the environment the server and its kernels get.
+    """
+
+    def __init__(self, root: Path, *, base_url: str = "/", env: dict | None = None):
         self.root = root
         self.port = procs.free_port()
         self.token = secrets.token_hex(16)
+        self.base_url = f"/{base_url.strip('/')}/".replace("//", "/")
+        extra = dict(env or {})
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
         env.pop("DPKIT_WIDGETS", None)  # a person is watching: real widgets
+        # Where TensorBoard's frame points comes from these: only what the test asks for.
+        env.pop("TENSORBOARD_PROXY_URL", None)
+        env.pop("JUPYTERHUB_SERVICE_PREFIX", None)
+        env.update(extra)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         env["DPKIT_RUNS"] = str(root / "runs")
         self.log = open(root / "lab.log", "w")  # noqa: SIM115 (closed in stop)
@@ -80,6 +90,7 @@ class Lab:
                 "--no-browser",
                 "--ip=127.0.0.1",
                 f"--port={self.port}",
+                f"--ServerApp.base_url={self.base_url}",
                 f"--IdentityProvider.token={self.token}",
                 f"--ServerApp.root_dir={root}",
                 "--LabApp.expose_app_in_browser=True",
@@ -108,7 +119,8 @@ class Lab:
         """The notebook in a workspace of its own (``reset``: no tabs from earlier pages)."""
         workspace = re.sub(r"[^a-z0-9]", "-", notebook.lower())
         return (
-            f"http://127.0.0.1:{self.port}/lab/workspaces/{workspace}/tree/{notebook}"
+            f"http://127.0.0.1:{self.port}{self.base_url}lab/workspaces/{workspace}"
+            f"/tree/{notebook}"
             f"?reset&token={self.token}"
         )
 
@@ -136,6 +148,9 @@ def browser():
         chromium.close()
 
 
+BLANK_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20"/>'
+
+
 class Page:
     """One notebook open in JupyterLab, with the console errors it produced."""
 
@@ -146,6 +161,10 @@ class Page:
             "console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None
         )
         self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
+        # The tests run offline and must not depend on the internet: the one thing a lesson
+        # loads from elsewhere, the Open-in-Colab badge image, gets a blank picture here.
+        self.external: list[str] = []
+        self.page.route(re.compile(r"^https?://(?!127\.0\.0\.1[:/]|localhost[:/])"), self._blank)
         self.name = Path(notebook).stem
         self.page.goto(lab.url(notebook))
         self.page.wait_for_function(
@@ -153,6 +172,10 @@ class Page:
             "?.status === 'idle'",
             timeout=120_000,
         )
+
+    def _blank(self, route) -> None:
+        self.external.append(route.request.url)
+        route.fulfill(status=200, content_type="image/svg+xml", body=BLANK_SVG)
 
     def js(self, expression: str):
         return self.page.evaluate(f"() => {{ const nb = window.jupyterapp.shell.currentWidget; "
@@ -241,6 +264,8 @@ def test_lesson_00_renders_the_device_table(browser, lab):
     assert re.search(r"index\s+device\s+kind\s+backed by", text), text
     assert "/device:" in text
     page.shot("device-table")
+    # The title's Open-in-Colab badge was drawn (its image asked for, answered offline).
+    assert [u for u in page.external if u.endswith("colab-badge.svg")], page.external
     page.check_clean()
 
 

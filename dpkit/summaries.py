@@ -16,7 +16,9 @@ Introduced in lesson 06. The pieces, in the order the lesson uses them:
   so a notebook can plot them with matplotlib.
 * :func:`launch` starts TensorBoard as a child process bound to 127.0.0.1, shows it inline,
   reuses or replaces an instance for the same folder; :func:`stop` ends it. The child is
-  also ended when the Python process exits, however it exits.
+  also ended when the Python process exits, however it exits. Where the browser is not on
+  the kernel's machine (Colab, Binder, a JupyterHub) the frame goes through a proxy;
+  :func:`display_route` says which (``$TENSORBOARD_PROXY_URL`` chooses one by hand).
 
 Nothing happens on import: TensorFlow and TensorBoard are imported when first needed.
 """
@@ -27,8 +29,10 @@ import atexit
 import contextlib
 import datetime
 import glob
+import html
 import importlib.util
 import io
+import json
 import numbers
 import os
 import re
@@ -54,6 +58,14 @@ EVENT_FILE_PATTERN = "*tfevents*"
 
 #: The address TensorBoard listens on: this machine only.
 HOST = "127.0.0.1"
+
+#: TensorBoard's address as the browser reaches it, ``%PORT%`` standing for its port, e.g.
+#: ``/base/proxy/%PORT%/`` behind jupyter-server-proxy (TensorBoard's ``%tensorboard`` reads
+#: the same variable).
+PROXY_ENV = "TENSORBOARD_PROXY_URL"
+
+#: Set by JupyterHub (and so Binder) in the server's and the kernels' environment.
+HUB_PREFIX_ENV = "JUPYTERHUB_SERVICE_PREFIX"
 
 _NAME_OK = re.compile(r"[A-Za-z0-9_.\-]+")
 
@@ -829,7 +841,8 @@ def launch(
     Args:
         logdir: the folder to serve (a run's ``dir`` or a folder of runs).
         replace: stop a running instance for the same folder and start afresh.
-        display: show TensorBoard in the notebook (an IFrame) and print its address.
+        display: show TensorBoard in the notebook (a frame, through a proxy where
+            :func:`display_route` finds one) and print its address.
         height: the frame's height in pixels.
         timeout: seconds to wait for TensorBoard to answer.
         allow_empty: accept a folder without event files yet (to watch a run start).
@@ -838,11 +851,13 @@ def launch(
         The :class:`TensorBoard` (``.url``, ``.pid``, ``.port``, ``.stop()``).
 
     Raises:
-        ValueError: ``logdir`` missing or empty, or a bad ``timeout``.
+        ValueError: ``logdir`` missing or empty, or a bad ``timeout`` or ``height``.
         RuntimeError: TensorBoard is not installed, exited, or did not answer in time.
     """
     _require_tensorboard()
     timeout = _check_positive(timeout, "timeout")
+    if isinstance(height, bool) or not isinstance(height, numbers.Integral) or height <= 0:
+        raise ValueError(f"height must be a positive number of pixels, got {height!r}.")
     path = _check_logdir(logdir, allow_empty=allow_empty).resolve()
     old = _INSTANCES.get(path)
     if old is not None and old.running() and not replace:
@@ -897,17 +912,125 @@ def _start(path: Path, timeout: float) -> TensorBoard:
     raise RuntimeError(f"TensorBoard exited before it answered; its output:\n{last_error}")
 
 
+@dataclass(frozen=True)
+class Route:
+    """How a notebook shows TensorBoard (see :func:`display_route`).
+
+    Attributes:
+        kind: ``"colab"`` (Colab's port proxy), ``"proxy"`` (``$TENSORBOARD_PROXY_URL``),
+            ``"hub"`` (jupyter-server-proxy under ``$JUPYTERHUB_SERVICE_PREFIX``) or
+            ``"local"`` (the loopback address: the browser is on this machine).
+        url: where the frame points, the port filled in; a path is taken relative to the
+            notebook page's address. ``None`` on Colab, whose proxy picks the address.
+        hint: what to do if the frame stays blank, or ``""``.
+    """
+
+    kind: str
+    url: str | None
+    hint: str = ""
+
+
+def _in_colab() -> bool:
+    # The same test as tensorboard.notebook's: google.colab imports, in an IPython shell.
+    try:
+        import google.colab  # noqa: F401
+        import IPython
+    except ImportError:
+        return False
+    return IPython.get_ipython() is not None
+
+
+def display_route(port: int) -> Route:
+    """Which way a notebook frame reaches a TensorBoard on 127.0.0.1:``port``.
+
+    In order: on Colab, Colab's port proxy (through TensorBoard's own notebook display);
+    ``$TENSORBOARD_PROXY_URL`` when set, ``%PORT%`` replaced by the port; on a JupyterHub
+    or Binder (``$JUPYTERHUB_SERVICE_PREFIX`` set) with jupyter-server-proxy installed,
+    ``<prefix>proxy/<port>/``; otherwise ``http://127.0.0.1:<port>/``, which only a
+    browser on this machine can open. Reads the environment, changes nothing.
+    """
+    if _in_colab():
+        return Route("colab", None)
+    proxy = os.environ.get(PROXY_ENV, "")
+    if proxy:
+        return Route("proxy", proxy.replace("%PORT%", str(port)))
+    local = f"http://{HOST}:{port}/"
+    prefix = os.environ.get(HUB_PREFIX_ENV, "")
+    if not prefix:
+        return Route("local", local)
+    if importlib.util.find_spec("jupyter_server_proxy") is not None:
+        return Route("hub", f"{prefix.rstrip('/')}/proxy/{port}/")
+    return Route(
+        "local",
+        local,
+        "(a JupyterHub without jupyter-server-proxy in this kernel's environment: a browser "
+        "on another machine cannot open 127.0.0.1; install jupyter-server-proxy and restart "
+        "the server, or, if the server has it, set TENSORBOARD_PROXY_URL to "
+        f"{prefix.rstrip('/')}/proxy/%PORT%/)",
+    )
+
+
+# In Jupyter the frame's address is made in the browser, against the page's own address,
+# as tensorboard.notebook does: a proxy path like /user/x/proxy/6006/ then resolves on
+# whatever host and scheme the notebook is served from. Its public display() is not used
+# here because it prints a "Selecting TensorBoard ..." line of its own, takes the proxy
+# only from os.environ["TENSORBOARD_PROXY_URL"] (the hub route would have to set it in the
+# learner's environment), and without one swaps the port into the page's host name, where
+# dpkit prints and serves 127.0.0.1.
+_FRAME = """<iframe id="{id}" width="100%" height="{height}" frameborder="0"></iframe>
+<script>
+  (function() {{
+    const frame = document.getElementById({json_id});
+    frame.src = new URL({json_url}, window.location);
+  }})();
+</script>"""
+
+
+def _frame_html(url: str, height: int) -> str:
+    frame_id = f"dpkit-tensorboard-{os.urandom(8).hex()}"
+
+    def js(text: str) -> str:  # a JSON string that cannot close the <script> element
+        return json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e")
+
+    return _FRAME.format(
+        id=html.escape(frame_id), height=int(height), json_id=js(frame_id), json_url=js(url)
+    )
+
+
 def _show(board: TensorBoard, height: int, *, reused: bool) -> None:
     verb = "already running" if reused else "started"
-    print(f"TensorBoard {verb} at {board.url} (pid {board.pid}); summaries.stop() ends it.")
     from dpkit import widgets
 
     if not widgets.frontend():  # a test run or a terminal: a frame nobody sees would go stale
+        print(f"TensorBoard {verb} at {board.url} (pid {board.pid}); summaries.stop() ends it.")
         print("(no notebook display here: open the address in a browser on this machine)")
         return
-    from IPython.display import IFrame, display
+    way = display_route(board.port)
+    if way.kind == "colab":
+        print(
+            f"TensorBoard {verb} on port {board.port} (pid {board.pid}), shown below through "
+            "Colab's port proxy; summaries.stop() ends it."
+        )
+        import tensorboard.notebook
 
-    display(IFrame(board.url, width="100%", height=height))
+        # Colab's proxy is Colab's own JavaScript API, which TensorBoard keeps up with. Its
+        # display also prints "Selecting TensorBoard with logdir ..." (our child registers
+        # itself where TensorBoard looks): not ours to show.
+        with contextlib.redirect_stdout(io.StringIO()):
+            tensorboard.notebook.display(port=board.port, height=height)
+        return
+    if way.kind == "local":
+        print(f"TensorBoard {verb} at {board.url} (pid {board.pid}); summaries.stop() ends it.")
+    else:
+        print(
+            f"TensorBoard {verb} at {way.url} (proxied to {board.url}, pid {board.pid}); "
+            "summaries.stop() ends it."
+        )
+    if way.hint:
+        print(way.hint)
+    from IPython.display import HTML, display
+
+    display(HTML(_frame_html(way.url, height)))
 
 
 def running() -> list[TensorBoard]:
