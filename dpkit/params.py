@@ -45,16 +45,22 @@ def whole(minimum: int = 0, maximum: int | None = None, *, multiple_of: int = 1)
         if maximum is None
         else (f"a whole number from {minimum} to {maximum}")
     )
-    if multiple_of > 1:
+    if not _is_whole(multiple_of) or multiple_of > 1:
         allowed += f" that divides by {multiple_of}"
 
     def rule(value):
-        ok = (
-            _is_whole(value)
-            and value >= minimum
-            and (maximum is None or value <= maximum)
-            and value % multiple_of == 0
-        )
+        # minimum and multiple_of may come from other parameters; when one of those is bad
+        # (0, a string) its own rule reports it, and this one checks what it can.
+        divisor = multiple_of if _is_whole(multiple_of) and multiple_of >= 1 else 1
+        try:
+            ok = (
+                _is_whole(value)
+                and value >= minimum
+                and (maximum is None or value <= maximum)
+                and value % divisor == 0
+            )
+        except TypeError:
+            ok = _is_whole(value)
         return None if ok else allowed
 
     return rule

@@ -3,8 +3,11 @@
 The TensorBoard screenshots in ``lessons/images/`` are made by ``make screenshots``
 (``browser_tests/test_screenshots.py``) and committed, so a lesson renders them anywhere.
 The size is read from the PNG header by hand and checked against Pillow's reading.
+A lesson carries each picture as an attachment of its markdown cell (so that Colab shows
+it too), which must hold exactly the bytes of the file in ``lessons/images/``.
 """
 
+import base64
 import re
 import struct
 from pathlib import Path
@@ -42,7 +45,16 @@ def local_images(path: Path) -> list[tuple[str, Path]]:
         if cell.cell_type != "markdown":
             continue
         for alt, target in IMAGE_REF.findall(cell.source):
-            if not re.match(r"[a-z]+:", target):  # http:, https:, attachment:, data:
+            if target.startswith("attachment:"):  # carried in the cell (tools/attach_images.py)
+                name = target.removeprefix("attachment:")
+                data = cell.get("attachments", {}).get(name, {}).get("image/png")
+                assert data, f"{path.name} shows attachment {name}, which the cell does not hold"
+                assert base64.b64decode(data) == (IMAGES / name).read_bytes(), (
+                    f"{path.name}: attachment {name} differs from lessons/images/{name}; "
+                    "run python tools/attach_images.py"
+                )
+                found.append((alt, IMAGES / name))
+            elif not re.match(r"[a-z]+:", target):  # http:, https:, data:
                 found.append((alt, path.parent / target))
     return found
 

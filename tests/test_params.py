@@ -11,6 +11,9 @@ from dpkit import params
         (params.whole(1, 8), [1, 4, 8], [0, 9, 2.0, True, "4", None]),
         (params.whole(4, multiple_of=4), [4, 8, 64], [0, 2, 6, 10, 4.0]),
         (params.whole(0), [0, 7], [-1, 1.5]),
+        # a bad minimum or divisor (another parameter's bad value) is reported by its own rule
+        (params.whole(0, multiple_of=0), [0, 5], [-1]),
+        (params.whole("4", multiple_of="4"), [5], [5.0]),
         (params.positive(), [1e-3, 2, 0.5], [0, -1, float("nan"), float("inf"), "1", False]),
         (params.positive(maximum=1), [1, 0.3], [1.5]),
         (params.fraction(), [0.5, 0.99], [0, 1, 1.2, -0.1]),
