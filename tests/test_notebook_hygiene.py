@@ -47,7 +47,30 @@ def test_one_parameters_cell(path):
     tagged = [c for c in nb.cells if nbio.has_tag(c, "parameters")]
     assert len(tagged) == 1, "exactly one cell tagged 'parameters' (papermill convention)"
     tree = ast.parse(tagged[0].source)
-    assert all(isinstance(node, ast.Assign) for node in tree.body), "assignments only"
+    # Annotated, so that `papermill --help-notebook` shows each parameter's type.
+    assert all(isinstance(node, ast.AnnAssign) for node in tree.body), "NAME: type = value only"
+
+
+def parameter_names(cell) -> list[str]:
+    return [node.target.id for node in ast.parse(cell.source).body]
+
+
+@pytest.mark.parametrize("path", LESSONS + SOLUTIONS, ids=ids(LESSONS + SOLUTIONS))
+def test_every_parameter_is_checked_in_the_next_cell(path):
+    """papermill injects its values right after the tagged cell; the cell after that checks
+    every parameter with dpkit.params, so a value the notebook cannot use stops it at once."""
+    cells = nbio.read(path).cells
+    index = next(i for i, c in enumerate(cells) if nbio.has_tag(c, "parameters"))
+    check = cells[index + 1]
+    calls = [
+        node
+        for node in ast.walk(ast.parse(check.source))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "params.check"
+    ]
+    assert len(calls) == 1, "the cell after the parameters calls params.check(globals(), ...) once"
+    assert ast.unparse(calls[0].args[0]) == "globals()"
+    checked = [k.arg for k in calls[0].keywords]
+    assert sorted(checked) == sorted(parameter_names(cells[index])), "check every parameter once"
 
 
 @pytest.mark.parametrize("path", LESSONS + SOLUTIONS, ids=ids(LESSONS + SOLUTIONS))
