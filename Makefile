@@ -1,15 +1,10 @@
 # dpkit workbook. Two commands on a fresh machine:
 #   make lab    create .venv if missing, install, open JupyterLab on the lessons
 #   make test   create .venv if missing, install, lint, run unit tests and nbval over the notebooks
-# Others: make test-browser (JupyterLab in headless Chromium, screenshots in runs/browser/),
-#         make notebooks (re-execute lessons and solutions in place), make exercises,
-#         make timings (seconds per notebook; fails if one takes over 60 s),
-#         make test-under-load (make test with every core kept busy),
-#         make test-grading (nbgrader autogrades every exercise, not only exercise 02),
-#         make screenshots (lesson 06's TensorBoard pictures in lessons/images/),
-#         make bench (towers vs MirroredStrategy, pinned worker processes, sweep time,
-#         cluster up/down),
-#         make clean.
+# `make` alone (or `make help`) lists every target with one line each; each rule below
+# carries that line after `##`. Before creating anything, the install checks the Python
+# (PY_MIN..PY_MAX, as pyproject's requires-python) and the platform (TensorFlow publishes
+# a wheel for it), and says what to do when either is wrong; a broken .venv is recreated.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -33,29 +28,119 @@ export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 STAMP := $(VENV)/.dpkit-$(TF_BUILD)
 
+# The Pythons dpkit installs on. TensorFlow's wheels decide: 2.19 has cp39-cp312, 2.20
+# cp39-cp313, 2.21 cp310-cp313, so 3.10-3.13 each have at least one supported release.
+# Keep equal to pyproject's requires-python (tests/test_setup_files.py checks).
+PY_MIN := 3.10
+PY_MAX := 3.13
+TF_RANGE := 2.19-2.21
 
-.PHONY: lab test test-under-load test-grading test-browser env lint unit notebooks exercises timings bench clean
+# make test-oldest: the oldest supported TensorFlow with the TensorBoard and Keras that go
+# with it (Keras 3.10 is what Colab pairs with TensorFlow 2.19), in a venv of its own.
+# Another release: make test-oldest OLDEST_TF=2.21 OLDEST_KERAS=3.12 OLDEST_VENV=.venv-2.21
+OLDEST_TF    ?= 2.19
+OLDEST_KERAS ?= 3.10
+OLDEST_VENV  ?= .venv-oldest
+OLDEST_PY    := $(OLDEST_VENV)/bin/python
+OLDEST_STAMP := $(OLDEST_VENV)/.dpkit-$(TF_BUILD)-tf$(OLDEST_TF)
+# TensorFlow 2.19 has no wheel for Python 3.13.
+OLDEST_PY_MAX ?= $(if $(filter 2.19,$(OLDEST_TF)),3.12,$(PY_MAX))
+OLDEST_PINS  := tensorflow==$(OLDEST_TF).* tensorflow-cpu==$(OLDEST_TF).* \
+                tensorboard==$(OLDEST_TF).* keras==$(OLDEST_KERAS).*
+OLDEST_LESSONS = $(sort $(foreach n,00 01 02 03,$(wildcard lessons/$(n)_*.ipynb)))
+
+comma := ,
+GOAL  := $(or $(firstword $(MAKECMDGOALS)),lab)
+
+# $(call preflight,PYTHON,NEWEST,WHY): runs before anything is created. Fails, saying why
+# and what to type instead, when PYTHON does not run, when it is not Python PY_MIN..NEWEST
+# (WHY: whose wheels set that), or when TensorFlow publishes no wheel for the platform.
+preflight = \
+  info=$$($(1) -c 'import platform, sys; print("%d.%d %s %s %s" % (sys.version_info[0], sys.version_info[1], platform.system(), platform.machine(), platform.libc_ver()[0] or "-"))' 2>/dev/null); \
+  if [ -z "$$info" ]; then \
+    echo "dpkit: cannot run PYTHON=$(1). Install Python $(PY_MIN)-$(2) and name it, e.g.: make PYTHON=python3.12 $(GOAL)" >&2; exit 1; fi; \
+  set -- $$info; ver=$$1; os=$$2; arch=$$3; libc=$$4; \
+  case "$$os $$(uname -s 2>/dev/null)" in *Windows*|*MINGW*|*MSYS*|*CYGWIN*) \
+    echo "dpkit: native Windows is not supported by this Makefile (it needs a POSIX shell and a Linux or macOS Python). Use WSL2: run 'wsl --install' in PowerShell, then 'make $(GOAL)' in the Ubuntu terminal. Or open the lessons on Colab or Binder (README)." >&2; exit 1;; esac; \
+  case "$$os/$$arch/$$libc" in \
+    Linux/x86_64/glibc|Linux/aarch64/glibc|Darwin/arm64/*) ;; \
+    Darwin/x86_64/*) \
+      if [ "$$(sysctl -n hw.optional.arm64 2>/dev/null)" = 1 ]; then \
+        echo "dpkit: $(1) is an Intel (x86_64) Python running under Rosetta on an Apple-silicon Mac; TensorFlow $(TF_RANGE) has wheels for arm64 only. Use an arm64 Python, e.g.: make PYTHON=/opt/homebrew/bin/python3.12 $(GOAL)" >&2; \
+      else \
+        echo "dpkit: this is an Intel Mac. TensorFlow stopped publishing Intel macOS wheels after 2.16, and dpkit needs $(TF_RANGE). Open the lessons on Colab or Binder (README), or use a Linux machine." >&2; \
+      fi; exit 1;; \
+    Linux/x86_64/*|Linux/aarch64/*) \
+      echo "dpkit: this Linux's C library is not glibc (musl, e.g. Alpine?); TensorFlow publishes manylinux (glibc) wheels only. Use a glibc distribution (Debian, Ubuntu, Fedora) or a python:3.12-slim container, or Colab or Binder (README)." >&2; exit 1;; \
+    *) \
+      echo "dpkit: TensorFlow $(TF_RANGE) publishes no wheel for $$os on $$arch (only Linux x86_64 and aarch64, macOS on Apple silicon, Windows x86_64). Use Colab or Binder (README), or a Linux machine." >&2; exit 1;; \
+  esac; \
+  n=$$(( $${ver%%.*} * 100 + $${ver\#*.} )); lo=$$(( $(subst ., * 100 + ,$(PY_MIN)) )); hi=$$(( $(subst ., * 100 + ,$(2)) )); \
+  if [ $$n -lt $$lo ] || [ $$n -gt $$hi ]; then \
+    alt=; for m in 12 11 13 10; do \
+      if [ $$((300 + m)) -ge $$lo ] && [ $$((300 + m)) -le $$hi ] && python3.$$m -c pass >/dev/null 2>&1; then alt=python3.$$m; break; fi; done; \
+    echo "dpkit: PYTHON=$(1) is Python $$ver, but this needs Python $(PY_MIN)-$(2) ($(3))." >&2; \
+    if [ -n "$$alt" ]; then echo "dpkit: this machine has $$alt: make PYTHON=$$alt $(GOAL)" >&2; \
+    else echo "dpkit: install Python 3.12 (your package manager, python.org or 'uv python install 3.12'), then: make PYTHON=python3.12 $(GOAL)" >&2; fi; \
+    exit 1; fi
+
+# $(call repair_venv,DIR,NEWEST): a DIR whose python is missing or does not run, that has no
+# pip, or whose Python is outside PY_MIN..NEWEST is removed, saying why, and made again.
+repair_venv = \
+  if [ -e $(1) ]; then why=; \
+    if ! $(1)/bin/python -c pass >/dev/null 2>&1; then why="its python ($(1)/bin/python) is missing or does not run"; \
+    elif ! $(1)/bin/python -m pip --version >/dev/null 2>&1; then why="it has no working pip"; \
+    elif ! $(1)/bin/python -c 'import sys; sys.exit(not ($(subst .,$(comma),$(PY_MIN))) <= sys.version_info[:2] <= ($(subst .,$(comma),$(2))))'; then \
+      why="its Python is not $(PY_MIN)-$(2)"; fi; \
+    if [ -n "$$why" ]; then echo "dpkit: $(1) is broken: $$why. Removing it and creating it again."; rm -rf $(1); fi; \
+  fi; \
+  if [ ! -e $(1) ]; then echo "dpkit: creating $(1) with $(PYTHON)"; \
+    if ! $(PYTHON) -m venv $(1) || ! $(1)/bin/python -m pip --version >/dev/null 2>&1; then rm -rf $(1); \
+      echo "dpkit: '$(PYTHON) -m venv' made no working venv. On Debian and Ubuntu install the venv module first (sudo apt install python3-venv, or python3.X-venv for the Python you use)." >&2; exit 1; fi; \
+  fi
+
+# A stamp that is up to date over a venv that no longer runs (its Python was removed or
+# upgraded, pip deleted) must not stop the repair: such a stamp is treated as out of date.
+ifeq ($(shell [ -e $(STAMP) ] && ! $(PY) -c 'import pip' >/dev/null 2>&1 && echo broken),broken)
+  .PHONY: $(STAMP)
+endif
+ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/null 2>&1 && echo broken),broken)
+  .PHONY: $(OLDEST_STAMP)
+endif
+
+.DEFAULT_GOAL := help
+.PHONY: help lab test test-under-load test-grading test-browser screenshots test-oldest \
+	check-versions check-python env lint unit notebooks exercises timings bench clean
+
+help: ## list the targets (this text; also what `make` alone prints)
+	@echo "dpkit: make <target>   (Python $(PY_MIN)-$(PY_MAX), TensorFlow $(TF_RANGE); PYTHON=$(PYTHON), TF_BUILD=$(TF_BUILD))"
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:[^=]*## / {printf "  %-16s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
+
+check-python: ## check PYTHON and the platform as the install does, and stop
+	@$(call preflight,$(PYTHON),$(PY_MAX),TensorFlow $(TF_RANGE) publishes wheels for those)
+	@echo "dpkit: PYTHON=$(PYTHON) and this platform are fine for TensorFlow $(TF_RANGE)"
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "dpkit needs Python 3.10 or newer; run: make PYTHON=python3.11 ...")'
+	@$(call preflight,$(PYTHON),$(PY_MAX),TensorFlow $(TF_RANGE) publishes wheels for those)
 	@echo "dpkit: TensorFlow build for this machine: $(TF_BUILD)  (override with TF_BUILD=cpu|cuda|macos)"
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(call repair_venv,$(VENV),$(PY_MAX))
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,grade]'
+	@echo "dpkit: installing dpkit with TensorFlow $(TF_RANGE) and JupyterLab (about 1 GB on a fresh machine)"
+	$(PY) -m pip install -e '.[$(TF_BUILD),lab,test,grade]'
 	@rm -f $(VENV)/.dpkit-* && touch $@
 
-env: $(STAMP)
+env: $(STAMP) ## create .venv and install everything (what the other targets do first)
 
-lab: $(STAMP)
+lab: $(STAMP) ## open JupyterLab on lesson 00 (127.0.0.1 only, token; PORT=8888)
 	@echo "dpkit: JupyterLab on http://127.0.0.1:$(PORT) (localhost only, token required)"
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=. \
 		$(if $(filter 0,$(shell id -u)),--allow-root) lessons/00_setup_and_devices.ipynb
 
-lint: $(STAMP)
+lint: $(STAMP) ## ruff: lint and format check of the library, tests, tools and notebooks
 	$(VENV)/bin/ruff check dpkit tests browser_tests tools benchmarks lessons solutions exercises
 	$(VENV)/bin/ruff format --check dpkit tests browser_tests tools benchmarks lessons solutions exercises
 
-unit: $(STAMP)
+unit: $(STAMP) ## the unit tests only (pytest tests)
 	$(PY) -m pytest tests -p no:cacheprovider
 
 # Unit tests, then nbval re-executes every lesson and solution in a fresh kernel and
@@ -63,27 +148,79 @@ unit: $(STAMP)
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
 # cells, and each test file, in one worker); the notebooks go first, they are the longest.
 TEST_WORKERS ?= 2
-test: $(STAMP)
+NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -p no:cacheprovider
+test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson and solution
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint && \
 	$(PY) tools/make_exercises.py --check && \
-	$(PY) -m pytest lessons solutions tests --nbval-lax --nbval-current-env \
-		--nbval-cell-timeout=900 -p no:cacheprovider -v -n $(TEST_WORKERS) --dist loadfile \
+	$(PY) -m pytest lessons solutions tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
 		--durations=15; \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
+# The oldest supported TensorFlow in its own venv: the unit tests and lessons 00-03 under
+# nbval with the flags make test uses. OLDEST_TF=2.20 tries the middle release instead.
+# VENV is passed on so that tests which run make themselves (test_lab) use this venv too.
+$(OLDEST_STAMP): pyproject.toml
+	@$(call preflight,$(PYTHON),$(OLDEST_PY_MAX),TensorFlow $(OLDEST_TF) publishes wheels up to $(OLDEST_PY_MAX))
+	@$(call repair_venv,$(OLDEST_VENV),$(OLDEST_PY_MAX))
+	$(OLDEST_PY) -m pip install --quiet --upgrade pip
+	@printf '%s\n' $(foreach p,$(OLDEST_PINS),'$(p)') > $(OLDEST_VENV)/constraints.txt
+	@echo "dpkit: installing dpkit with TensorFlow $(OLDEST_TF), pinned by $(OLDEST_VENV)/constraints.txt: $(OLDEST_PINS)"
+	$(OLDEST_PY) -m pip install -c $(OLDEST_VENV)/constraints.txt -e '.[$(TF_BUILD),lab,test,grade]'
+	@rm -f $(OLDEST_VENV)/.dpkit-* && touch $@
+
+test-oldest: $(OLDEST_STAMP) ## unit tests and lessons 00-03 on the oldest TensorFlow (2.19), in .venv-oldest
+	@start=$$(date +%s); \
+	$(OLDEST_PY) -c 'import keras, tensorboard, tensorflow as tf; print("dpkit: TensorFlow", tf.__version__, "Keras", keras.__version__, "TensorBoard", tensorboard.__version__)' && \
+	VENV=$(OLDEST_VENV) $(OLDEST_PY) -m pytest $(OLDEST_LESSONS) tests $(NBVAL_FLAGS) -n $(TEST_WORKERS) --dist loadfile \
+		--durations=10; \
+	code=$$?; echo "dpkit: make test-oldest took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
+
+# Every supported TensorFlow resolves with dpkit (pip --dry-run against the package index:
+# needs the network, downloads nothing big). Cases are Linux x86-64 wheels for the Python
+# named, so wheel tags and requires-python come out the same on any machine. pip evaluates
+# environment markers (python_version) with the Python that runs it, not --python-version:
+# the cases with every extra use that Python's version, the others install no marked extra.
+CHECK_PLATFORMS := manylinux2014_x86_64 $(foreach v,17 18 19 20 21 22 23 24 25 26 27 28 29 30 31,manylinux_2_$(v)_x86_64)
+check-versions: $(STAMP) ## pip --dry-run: TensorFlow 2.19, 2.20, 2.21 each resolve with dpkit (network)
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; bad=0; \
+	mkdir "$$tmp/src" && cp -R pyproject.toml README.md dpkit "$$tmp/src/" && \
+	$(PY) -m pip wheel --quiet --no-deps -w "$$tmp/wheel" "$$tmp/src" >/dev/null 2>&1 || { echo "dpkit: cannot build dpkit's wheel"; exit 1; }; \
+	whl=$$(ls "$$tmp"/wheel/dpkit-*.whl); here=$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	case_() { want=$$1; py=$$2; shift 2; \
+	  if $(PY) -m pip install --dry-run --ignore-installed --quiet --report "$$tmp/r.json" \
+	       --only-binary=:all: --python-version $$py $(foreach p,$(CHECK_PLATFORMS),--platform $(p)) \
+	       --target "$$tmp/t" "$$@" >"$$tmp/log" 2>&1; then \
+	    got=resolves; detail=$$($(PY) -c 'import json, sys; d = json.load(open(sys.argv[1])); keep = {"tensorflow", "tensorflow-cpu", "keras", "tensorboard", "numpy", "protobuf", "nbgrader"}; print(" ".join(i["metadata"]["name"].replace("_", "-") + "==" + i["metadata"]["version"] for i in d["install"] if i["metadata"]["name"].lower().replace("_", "-") in keep))' "$$tmp/r.json"); \
+	  else got=refused; detail=$$(grep -E '^ERROR' "$$tmp/log" | grep -v 'ResolutionImpossible' | tail -1 | cut -c1-150); fi; \
+	  what=$$(echo "$$*" | sed "s|$$whl|dpkit|"); \
+	  if [ $$got = $$want ]; then mark=ok; else mark=FAIL; bad=1; fi; \
+	  printf '%-4s Python %-4s %-56s %-8s %s\n' $$mark $$py "$$what" $$got "$$detail"; }; \
+	for v in 2.19 2.20 2.21; do \
+	  case_ resolves $$here "$$whl[cpu,lab,test,grade]" "tensorflow-cpu==$$v.*"; \
+	  case_ resolves $$here "$$whl[macos,lab,test,grade]" "tensorflow==$$v.*"; \
+	  case_ resolves 3.10 "$$whl" "tensorflow-cpu==$$v.*"; \
+	  case_ resolves 3.12 "$$whl" "tensorflow==$$v.*"; \
+	done; \
+	case_ refused  3.13 "$$whl[cpu,lab]" "tensorflow-cpu==2.19.*"; \
+	case_ resolves 3.13 "$$whl[cpu,lab]" "tensorflow-cpu==2.20.*"; \
+	case_ resolves 3.13 "$$whl[cpu,lab]" "tensorflow-cpu==2.21.*"; \
+	case_ refused  3.14 "$$whl[cpu]"; \
+	case_ refused  3.9  "$$whl[cpu]"; \
+	if [ $$bad = 0 ]; then echo "dpkit: every case as expected"; else echo "dpkit: some cases differ (FAIL above)"; fi; exit $$bad
+
 # The same suite while one busy loop per core keeps the machine busy (always stopped after).
-test-under-load: $(STAMP)
+test-under-load: $(STAMP) ## make test while one busy loop per core keeps the machine busy
 	$(PY) tools/busy.py -- $(MAKE) --no-print-directory test
 
 # nbgrader's real commands on every exercise (make test autogrades exercise 02 only).
-test-grading: $(STAMP)
+test-grading: $(STAMP) ## nbgrader autogrades every exercise (make test does exercise 02)
 	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/test_grading.py -p no:cacheprovider -v
 
 # The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright.
 # Chromium comes from the system's package manager (Playwright's own download needs the
 # internet); it is installed here when missing and we may (root, or sudo without a password).
-test-browser: $(STAMP)
+test-browser: $(STAMP) ## lessons 00, 05, 06 in JupyterLab in headless Chromium (screenshots in runs/browser/)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	      echo "dpkit: installing Chromium with apt-get"; \
@@ -98,24 +235,23 @@ test-browser: $(STAMP)
 # Lesson 06's pictures of TensorBoard (lessons/images/tensorboard_*.png): TensorBoard on
 # the run lesson 06 makes, its Scalars and Histograms dashboards shot in headless Chromium.
 # The same Chromium and Playwright as test-browser, running only browser_tests/test_screenshots.py.
-.PHONY: screenshots
-screenshots:
+screenshots: ## refresh lesson 06's TensorBoard pictures in lessons/images/
 	DPKIT_UPDATE_SCREENSHOTS=1 PYTEST_ADDOPTS="-k screenshot" $(MAKE) --no-print-directory test-browser
 
-notebooks: $(STAMP)
+notebooks: $(STAMP) ## re-execute lessons and solutions in place (outputs stored)
 	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb
 
-exercises: $(STAMP)
+exercises: $(STAMP) ## regenerate exercises/ from solutions/
 	$(PY) tools/make_exercises.py
 
-timings: $(STAMP)
+timings: $(STAMP) ## seconds per notebook; fails if one takes over 60 s
 	$(PY) tools/run_notebooks.py --timings lessons/*.ipynb solutions/*.ipynb
 
-bench: $(STAMP)
+bench: $(STAMP) ## towers vs MirroredStrategy, pinned workers, sweep time, cluster up/down
 	$(PY) benchmarks/towers_vs_mirrored.py
 	$(PY) benchmarks/pinned_workers.py
 	$(PY) benchmarks/sweep_time.py
 	$(PY) benchmarks/cluster_up_down.py
 
-clean:
-	rm -rf $(VENV) runs .pytest_cache
+clean: ## remove .venv, .venv-oldest, runs/ and pytest's cache
+	rm -rf $(VENV) $(OLDEST_VENV) runs .pytest_cache
