@@ -109,7 +109,7 @@ ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/nul
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-under-load test-grading test-browser screenshots test-oldest \
+.PHONY: help lab test test-under-load test-grading test-papermill test-browser screenshots test-oldest \
 	check-versions check-python env lint unit notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
@@ -154,7 +154,7 @@ test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson a
 	$(MAKE) --no-print-directory lint && \
 	$(PY) tools/make_exercises.py --check && \
 	$(PY) -m pytest lessons solutions tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
-		--durations=15; \
+		--ignore=tests/test_papermill.py --durations=15; \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # The oldest supported TensorFlow in its own venv: the unit tests and lessons 00-03 under
@@ -213,6 +213,11 @@ check-versions: $(STAMP) ## pip --dry-run: TensorFlow 2.19, 2.20, 2.21 each reso
 test-under-load: $(STAMP) ## make test while one busy loop per core keeps the machine busy
 	$(PY) tools/busy.py -- $(MAKE) --no-print-directory test
 
+# Lessons through papermill's command line with other parameters (README, "Shrink a
+# lesson"), and a bad value stopped at once; kept out of make test for its 12-minute budget.
+test-papermill: $(STAMP) ## lessons 00, 01 and 06 through papermill with other parameters
+	$(PY) -m pytest tests/test_papermill.py -p no:cacheprovider -v -n $(TEST_WORKERS)
+
 # nbgrader's real commands on every exercise (make test autogrades exercise 02 only).
 test-grading: $(STAMP) ## nbgrader autogrades every exercise (make test does exercise 02)
 	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/test_grading.py -p no:cacheprovider -v
@@ -220,7 +225,7 @@ test-grading: $(STAMP) ## nbgrader autogrades every exercise (make test does exe
 # The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright.
 # Chromium comes from the system's package manager (Playwright's own download needs the
 # internet); it is installed here when missing and we may (root, or sudo without a password).
-test-browser: $(STAMP) ## lessons 00, 05, 06 in JupyterLab in headless Chromium (screenshots in runs/browser/)
+test-browser: $(STAMP) ## lessons 00, 05, 06 and TensorBoard behind a proxy in JupyterLab in headless Chromium (screenshots in runs/browser/)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	      echo "dpkit: installing Chromium with apt-get"; \
@@ -237,6 +242,7 @@ test-browser: $(STAMP) ## lessons 00, 05, 06 in JupyterLab in headless Chromium 
 # The same Chromium and Playwright as test-browser, running only browser_tests/test_screenshots.py.
 screenshots: ## refresh lesson 06's TensorBoard pictures in lessons/images/
 	DPKIT_UPDATE_SCREENSHOTS=1 PYTEST_ADDOPTS="-k screenshot" $(MAKE) --no-print-directory test-browser
+	$(PY) tools/attach_images.py  # lesson 06 carries the new pictures (Colab shows them)
 
 notebooks: $(STAMP) ## re-execute lessons and solutions in place (outputs stored)
 	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb
