@@ -691,7 +691,7 @@ def _require_tensorboard() -> None:
     if importlib.util.find_spec("tensorboard") is None:
         raise RuntimeError(
             "TensorBoard is not installed (TensorFlow 2.21 no longer brings it along); "
-            "install it with: pip install 'tensorboard~=2.21.0'."
+            "install it with: pip install 'tensorboard>=2.19,<2.22'."
         )
 
 
