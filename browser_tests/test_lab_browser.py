@@ -140,14 +140,6 @@ def lab(tmp_path_factory):
     assert procs.wait_gone(server.proc.pid, 10, group=True), "JupyterLab's processes outlived it"
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-
-
 BLANK_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20"/>'
 
 

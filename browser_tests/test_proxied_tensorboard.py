@@ -22,7 +22,12 @@ import time
 
 import pytest
 import test_lab_browser
-from test_lab_browser import ROOT, Lab, Page, _chromium, procs, sync_playwright
+from test_lab_browser import (
+    ROOT,
+    Lab,
+    Page,
+    procs,
+)
 
 pytestmark = test_lab_browser.pytestmark  # skip without Chromium or Playwright
 
@@ -83,14 +88,6 @@ def hub_lab(tmp_path_factory):
     yield server
     server.stop()
     assert procs.wait_gone(server.proc.pid, 10, group=True), "JupyterLab's processes outlived it"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 def _values_arrived(responses, proxied: str) -> bool:

@@ -26,7 +26,11 @@ from pathlib import Path
 
 import pytest
 import test_lab_browser
-from test_lab_browser import ROOT, SHOTS, _chromium, procs, sync_playwright
+from test_lab_browser import (
+    ROOT,
+    SHOTS,
+    procs,
+)
 
 pytestmark = test_lab_browser.pytestmark  # skip without Chromium or Playwright
 
@@ -101,14 +105,6 @@ def run_dir(tmp_path_factory) -> Path:
     made = sorted((runs_root / "06_tensorboard").iterdir())
     assert len(made) == 1 and _complete(made[0]), f"lesson 06 made {made}"
     return made[0]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 class Board:
