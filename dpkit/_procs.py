@@ -1,61 +1,53 @@
-"""Child-process plumbing shared by dpkit.bench and dpkit.cluster (not part of the lessons).
+"""The one child-process layer of dpkit (plumbing: contributors change process handling here).
 
-Every child dpkit starts runs in a process group of its own (``start_new_session=True``)
-so that one ``killpg`` ends it with anything it started; it gets the environment from
-:func:`child_env`; and it calls :func:`watch_parent` first, so it exits by itself when the
-process that started it dies without cleaning up (``kill -9``, a crashed kernel).
+Every child dpkit starts (a throughput run, a cluster task, a launcher, a pinned worker,
+TensorBoard) is a :class:`Child`:
+
+* it runs in a process group of its own (``start_new_session``), so one ``killpg`` ends it
+  with anything it started, and a Ctrl-C in the parent's terminal reaches only the parent;
+* it is in one registry until it is reaped; whatever is still running when this Python
+  process exits is killed then (``atexit``);
+* it gets :func:`child_env` (quiet TensorFlow, unbuffered, dpkit importable, the parent's
+  PID), and a dpkit program calls :func:`watch_parent` first, so it exits by itself when
+  its parent dies without cleaning up (``kill -9``, a crashed kernel);
+* it talks in lines on stdout: a JSON object is a *record* (:func:`record` writes one,
+  :func:`parse_record` reads one); any other line is a log line;
+* its stderr goes to an unlinked temporary file (nothing is left in /tmp, even after a
+  crash), whose end :meth:`Child.tail` gives for error messages.
+
+Nothing else in dpkit calls ``subprocess.Popen``.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import os
+import queue
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 
+#: Characters of a child's stderr quoted in an error message.
 TAIL_CHARS = 3000
 
 #: Set by :func:`child_env` to the starting process's PID, for :func:`watch_parent`.
 PARENT_VARIABLE = "DPKIT_PARENT_PID"
 
+#: Exit code of a child whose parent died (:func:`watch_parent`).
+EXIT_ORPHANED = 3
 
-def kill_group(proc: subprocess.Popen) -> None:
-    """Kill the child's whole process group (if it still runs) and reap it."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-    proc.wait()
+_live: dict[int, Child] = {}
+_live_lock = threading.Lock()
 
 
-def spawn(argv: list, *, stdin=subprocess.DEVNULL, text: bool = False, env: dict | None = None):
-    """Start a dpkit child: its own process group, stdout piped, stderr to a temporary file.
-
-    The environment is :func:`child_env` plus ``env``. The stderr file is unlinked at once,
-    so nothing is left in /tmp even if this process is killed.
-
-    Returns:
-        ``(proc, stderr_file)``; the caller closes the file after :func:`kill_group`.
-    """
-    stderr = tempfile.TemporaryFile(prefix="dpkit-")  # noqa: SIM115 -- the caller closes it
-    proc = subprocess.Popen(
-        argv,
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=text,
-        env={**child_env(), **(env or {})},
-        start_new_session=True,  # its own group: killpg reaches it and what it starts, and
-        # a Ctrl-C in the parent's terminal reaches only the parent
-    )
-    return proc, stderr
-
-
-def child_env() -> dict:
-    """This environment, quiet TensorFlow, unbuffered output, and dpkit importable."""
+def child_env(extra: dict | None = None) -> dict:
+    """This environment, quiet TensorFlow, unbuffered output, dpkit importable, and ``extra``."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.environ.get("PYTHONPATH", "")
     return {
@@ -65,7 +57,187 @@ def child_env() -> dict:
         "PYTHONPATH": root + (os.pathsep + path if path else ""),
         "PYTHONUNBUFFERED": "1",
         PARENT_VARIABLE: str(os.getpid()),
+        **(extra or {}),
     }
+
+
+def program_argv(program: str, *args) -> list[str]:
+    """The command line of a dpkit program: ``python -m dpkit.programs PROGRAM ARGS...``."""
+    return [sys.executable, "-m", "dpkit.programs", program, *map(str, args)]
+
+
+class Child:
+    """One child process in its own group, registered until it is reaped.
+
+    Args:
+        argv: the command line (see :func:`program_argv` for a dpkit program).
+        name: what to call it in messages and in :func:`live` (e.g. ``"worker:1"``).
+        kind: its family in the registry (``"bench"``, ``"cluster"``, ``"task"``,
+            ``"tensorboard"``), for :func:`live`.
+        lines: a queue that receives ``(child, line)`` for each stdout line (without its
+            newline) and ``(child, None)`` at the end of stdout. ``None``: stdout goes to the
+            same file as stderr (a log, read back with :meth:`output`).
+        stdin: give the child a pipe to write lines to (:meth:`send`); else no stdin.
+        env: variables added to :func:`child_env`.
+    """
+
+    def __init__(
+        self,
+        argv: list,
+        *,
+        name: str = "",
+        kind: str = "",
+        lines: queue.Queue | None = None,
+        stdin: bool = False,
+        env: dict | None = None,
+    ):
+        self.name, self.kind, self.lines = name or str(argv[0]), kind, lines
+        self._log = tempfile.TemporaryFile(prefix="dpkit-")  # noqa: SIM115 -- closed in close()
+        self.proc = subprocess.Popen(
+            [str(a) for a in argv],
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if lines is not None else self._log,
+            stderr=self._log,
+            env=child_env(env),
+            start_new_session=True,
+        )
+        with _live_lock:
+            _live[self.proc.pid] = self
+        self._reader = None
+        if lines is not None:
+            self._reader = threading.Thread(
+                target=self._read, daemon=True, name=f"dpkit-read-{self.name}"
+            )
+            self._reader.start()
+
+    def _read(self) -> None:
+        with self.proc.stdout as stream:  # closed here, at EOF: no other thread closes it
+            for raw in stream:
+                self.lines.put((self, raw.decode(errors="replace").rstrip("\r\n")))
+        self.lines.put((self, None))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the child to end and return its exit code (``TimeoutError`` past ``timeout``)."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"{self.name} still runs after {timeout:g} s") from None
+
+    def send(self, text: str = "") -> bool:
+        """Write one line to the child's stdin; ``False`` if it no longer reads."""
+        try:
+            self.proc.stdin.write((text + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, ValueError, OSError, AttributeError):
+            return False
+
+    def output(self) -> str:
+        """Everything the child wrote to its log (stderr, and stdout when not piped)."""
+        try:
+            size = os.fstat(self._log.fileno()).st_size
+            return os.pread(self._log.fileno(), size, 0).decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+
+    def tail(self, chars: int = TAIL_CHARS) -> str:
+        """The last ``chars`` characters of :meth:`output`, stripped."""
+        return self.output()[-chars:].strip()
+
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the child's whole process group (if it still exists)."""
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(OSError):
+                if self.proc.poll() is None:
+                    self.proc.send_signal(sig)
+
+    def kill(self, grace: float = 0.0) -> int:
+        """End the child's process group and reap it; return the exit code.
+
+        ``grace`` > 0 sends SIGTERM first and waits that long before SIGKILL (TensorBoard
+        cleans up its helper processes on SIGTERM).
+        """
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.stdin.close()
+        if grace > 0 and self.proc.poll() is None:
+            self.signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(grace)
+        self.signal(signal.SIGKILL)  # also stragglers of a child that already ended
+        code = self.proc.wait()
+        with _live_lock:
+            _live.pop(self.proc.pid, None)
+        return code
+
+    def close(self, grace: float = 0.0) -> str:
+        """:meth:`kill`, let the reader finish, release the files; return the stderr tail."""
+        self.kill(grace)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        text = self.tail()
+        if not self._log.closed:
+            self._log.close()
+        return text
+
+    def __repr__(self) -> str:
+        state = "running" if self.running() else f"exited {self.proc.returncode}"
+        return f"Child({self.name!r}, pid {self.pid}, {state})"
+
+
+def live(kind: str | None = None) -> list[int]:
+    """PIDs of dpkit children still running (of one ``kind``, or all), for tests and the curious."""
+    with _live_lock:
+        children = list(_live.values())
+    return [c.pid for c in children if c.running() and kind in (None, c.kind)]
+
+
+@atexit.register
+def close_all() -> None:
+    """Kill and reap every child still registered (runs at interpreter exit)."""
+    with _live_lock:
+        children = list(_live.values())
+    for child in children:
+        child.close()
+
+
+# ----------------------------------------------------------------------------- records
+
+
+def record(**values) -> None:
+    """In a child: write one record (a JSON object on one line) to stdout, flushed."""
+    print(json.dumps(values), flush=True)
+
+
+def parse_record(line: str) -> dict | None:
+    """The record a stdout line holds, or ``None`` for a log line."""
+    text = line.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# ----------------------------------------------------------------------------- in a child
 
 
 def watch_parent(interval: float = 0.5) -> None:
@@ -80,16 +252,27 @@ def watch_parent(interval: float = 0.5) -> None:
         while True:
             time.sleep(interval)
             if os.getppid() != parent:
-                os._exit(3)
+                os._exit(EXIT_ORPHANED)
 
     threading.Thread(target=watch, daemon=True, name="dpkit-watch-parent").start()
 
 
-def tail(file, chars: int = TAIL_CHARS) -> str:
-    """The last ``chars`` characters written to an open (binary) temporary file."""
+# ----------------------------------------------------------------------------- ports
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now (another process may still take it before you)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_answers(address: str, timeout: float = 0.5) -> bool:
+    """Whether something accepts a TCP connection at ``host:port`` (``[::1]:port`` too)."""
+    host, _, port = address.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
-        file.seek(0)
-        text = file.read().decode(errors="replace")
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
     except (OSError, ValueError):
-        return ""
-    return text[-chars:].strip()
+        return False

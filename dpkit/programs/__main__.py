@@ -1,0 +1,31 @@
+"""``python -m dpkit.programs PROGRAM ARGS...``: how every dpkit child process starts."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+from dpkit import _procs
+from dpkit.programs import PROGRAMS
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] not in PROGRAMS:
+        print(
+            f"usage: python -m dpkit.programs {{{','.join(PROGRAMS)}}} ARGS...\n"
+            "(started by dpkit itself; see dpkit/programs/__init__.py)",
+            file=sys.stderr,
+        )
+        return 2
+    _procs.watch_parent()  # exit when whoever started us dies
+    module, _, function = PROGRAMS[argv[0]].partition(":")
+    return getattr(importlib.import_module(module), function)(argv[1:])
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)  # skip TensorFlow's slow and noisy teardown: everything is reported
