@@ -321,7 +321,7 @@ def test_lesson_05_sweep_panel_runs_updates_and_stops(browser, lab):
         assert procs.wait_gone(pid, 10), "Stop did not end the child process"
     # Either way no bench child of the kernel is left.
     kernel_children = subprocess.run(
-        ["pgrep", "-f", "dpkit.bench --child"], capture_output=True, text=True
+        ["pgrep", "-f", "dpkit.programs throughput"], capture_output=True, text=True
     ).stdout.split()
     assert kernel_children == [], f"bench children left running: {kernel_children}"
     page.check_clean()

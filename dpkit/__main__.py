@@ -1,55 +1,142 @@
-"""Command line: ``python -m dpkit <command>``; ``--help`` on each command.
+"""The command line: ``dpkit COMMAND`` (or ``python -m dpkit COMMAND``); ``--help`` on each.
 
-Commands:
-  devices   show what devices.setup(n) does on this machine
-  bench     measure throughput on one device count, or sweep several (one process each)
-  task      run one task (ps, worker or chief) of a cluster, from flags or TF_CONFIG
+Run the workbook's library from a terminal. Every command checks its flags and values
+before it starts anything (a bad one is a usage error). Exit codes: 0 done, 1 a run failed,
+2 a usage error, 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-def _devices(args: argparse.Namespace) -> int:
+#: What ``bench`` sweeps without ``--devices`` or ``--up-to``.
+BENCH_DEVICE_COUNTS = (1, 2, 4)
+
+
+def program_name() -> str:
+    """``dpkit`` when run as the console script, else ``python -m dpkit``."""
+    name = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv else ""))[0]
+    return "dpkit" if name == "dpkit" else "python -m dpkit"
+
+
+# ----------------------------------------------------------------------------- devices
+
+
+def _add_devices(commands) -> None:
     from dpkit import devices
 
-    result = devices.setup(args.n, gpu_memory_mb=args.gpu_memory_mb)
-    print(devices.describe(result))
-    return 0
+    p = commands.add_parser(
+        "devices",
+        help="show which devices devices.setup(n) gives on this machine",
+        description="Set up n devices the way every lesson does, and print what they are.",
+    )
+    p.add_argument(
+        "-n", type=int, default=2, metavar="N", help="devices to set up (default %(default)s)"
+    )
+    p.add_argument(
+        "--gpu-memory-mb",
+        type=int,
+        default=devices.DEFAULT_GPU_MEMORY_MB,
+        metavar="MB",
+        help="memory per logical GPU when one GPU is split (default %(default)s)",
+    )
+    p.set_defaults(prepare=_devices)
 
 
-def _bench(args: argparse.Namespace) -> int:
+def _devices(args: argparse.Namespace):
+    from dpkit import devices
+
+    devices.plan(args.n, 0, gpu_memory_mb=args.gpu_memory_mb)  # checks n and the memory
+
+    def work() -> int:
+        print(devices.describe(devices.setup(args.n, gpu_memory_mb=args.gpu_memory_mb)))
+        return EXIT_OK
+
+    return work
+
+
+# ----------------------------------------------------------------------------- bench
+
+
+def _add_bench(commands, prog: str) -> None:
     from dpkit import bench
 
-    counts = bench.powers_of_two(args.up_to) if args.up_to else args.devices
-    sweep = bench.Sweep(
-        counts,
-        scaling="weak" if args.weak else "strong",
-        measure_peak=not args.no_peak,
-        model=args.model,
-        strategy=args.strategy,
-        batch=args.batch,
-        dataset=args.dataset,
-        warmup_steps=args.warmup_steps,
-        window_steps=args.window_steps,
-        windows=args.windows,
-        timeout=args.timeout,
+    default = {f.name: f.default for f in dataclasses.fields(bench.Config)}
+    p = commands.add_parser(
+        "bench",
+        help="measure throughput on one or several device counts (one child process each)",
+        description=(
+            "Train for a few steps on each device count, each in a fresh process, and print "
+            "examples/sec, speed-up, scaling efficiency and model FLOPs utilisation as they "
+            "arrive. Writes the results as JSON and a PNG plot. Example:\n"
+            f"  {prog} bench --devices 1 2 4 --model lenet5 --batch 256"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    counts = p.add_mutually_exclusive_group()
+    counts.add_argument(
+        "--devices",
+        type=int,
+        nargs="+",
+        default=list(BENCH_DEVICE_COUNTS),
+        metavar="N",
+        help=f"device counts (default {' '.join(map(str, BENCH_DEVICE_COUNTS))})",
+    )
+    counts.add_argument("--up-to", type=int, metavar="N", help="sweep 1, 2, 4, ... up to N devices")
+
+    def option(flag: str, what: str = "", **kwargs):  # a Config field's default is shown
+        name = flag[2:].replace("-", "_")
+        if name in default:
+            kwargs["default"], what = default[name], f"{what} (default %(default)s)".strip()
+        p.add_argument(flag, help=what, **kwargs)
+
+    option("--model", choices=bench.MODELS)
+    option("--strategy", choices=bench.STRATEGIES)
+    option("--batch", "global batch, per device with --weak", type=int, metavar="N")
+    option("--weak", "weak scaling: --batch is per device, not global", action="store_true")
+    option("--dataset", choices=bench.DATASETS)
+    option("--warmup-steps", "steps not measured", type=int, metavar="N")
+    option("--window-steps", "steps per window", type=int, metavar="N")
+    option("--windows", "measurement windows", type=int, metavar="N")
+    option("--timeout", "per device count, before it is killed", type=float, metavar="SECONDS")
+    option("--no-peak", "skip the matmul peak (no MFU)", action="store_true")
+    option("--out", "results file (default runs/bench/bench-<time>.json)", metavar="JSON")
+    option("--plot", "plot file (default: the JSON path with .png)", metavar="PNG")
+    p.set_defaults(prepare=_bench)
+
+
+def _bench(args: argparse.Namespace):
+    from dpkit import bench
+
+    counts = bench.powers_of_two(args.up_to) if args.up_to is not None else args.devices
+    scaling = "weak" if args.weak else "strong"
+    fields = ("model", "strategy", "batch", "dataset", "warmup_steps", "window_steps", "windows")
+    config = {name: getattr(args, name) for name in (*fields, "timeout")}
+    # Sweep checks every value before any child starts.
+    sweep = bench.Sweep(counts, scaling=scaling, measure_peak=not args.no_peak, **config)
+    return lambda: _run_sweep(sweep, args, counts, scaling)
+
+
+def _run_sweep(sweep, args: argparse.Namespace, counts, scaling: str) -> int:
+    from dpkit import bench, summaries
+
     first = sweep.configs[0]
     print(
-        f"{args.model}, {args.strategy}, {'weak' if args.weak else 'strong'} scaling, batch "
+        f"{args.model}, {args.strategy}, {scaling} scaling, batch "
         f"{args.batch} {'per device' if args.weak else 'global'}, devices {counts}; "
         f"{first.warmup_steps} warm-up steps, then {first.windows} windows of "
         f"{first.window_steps} steps",
         flush=True,
     )
-    from dpkit.summaries import runs_root
-
-    stem = args.out or str(runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json"))
+    stem = args.out or str(
+        summaries.runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json")
+    )
     interrupted = False
     try:
         for event in sweep.events():
@@ -68,83 +155,69 @@ def _bench(args: argparse.Namespace) -> int:
         if not r.ok:
             print(f"\n{r.config.devices} device(s) {r.status}:\n{r.error}", file=sys.stderr)
     if interrupted:
-        return 130
-    return 0 if all(r.ok for r in report.results) else 1
+        return EXIT_INTERRUPTED
+    return EXIT_OK if all(r.ok for r in report.results) else EXIT_FAILED
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, exit codes
-        from dpkit import launcher
+# ----------------------------------------------------------------------------- the router
 
-        return launcher.main(argv[1:])
-    parser = argparse.ArgumentParser(
-        prog="python -m dpkit",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    dev = commands.add_parser(
-        "devices", help="show which devices devices.setup(n) gives on this machine"
-    )
-    dev.add_argument("-n", type=int, default=2, help="number of devices to set up (default 2)")
-    dev.add_argument(
-        "--gpu-memory-mb",
-        type=int,
-        default=1024,
-        help="memory per logical GPU when one GPU is split (default 1024)",
-    )
-    dev.set_defaults(run=_devices)
 
-    from dpkit.bench import DATASETS, MODELS, STRATEGIES
-
-    b = commands.add_parser(
-        "bench",
-        help="measure throughput on one or several device counts (one child process each)",
-        description=(
-            "Train for a few steps on each device count, each in a fresh process, and print "
-            "examples/sec, speed-up, scaling efficiency and model FLOPs utilisation as they "
-            "arrive. Writes the results as JSON and a PNG plot. Example:\n"
-            "  python -m dpkit bench --devices 1 2 4 --model lenet5 --batch 256"
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").partition("\n\n")[2])
+    commands = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", required=True
     )
-    counts = b.add_mutually_exclusive_group()
-    counts.add_argument(
-        "--devices", type=int, nargs="+", default=[1, 2, 4], help="device counts (default 1 2 4)"
-    )
-    counts.add_argument("--up-to", type=int, help="sweep 1, 2, 4, ... up to this many devices")
-    b.add_argument("--model", choices=MODELS, default="lenet5")
-    b.add_argument("--strategy", choices=STRATEGIES, default="towers")
-    b.add_argument(
-        "--batch", type=int, default=256, help="global batch (per device with --weak); 256"
-    )
-    b.add_argument(
-        "--weak", action="store_true", help="weak scaling: --batch is per device, not global"
-    )
-    b.add_argument("--dataset", choices=DATASETS, default="synthetic")
-    b.add_argument("--warmup-steps", type=int, default=3, help="steps not measured (default 3)")
-    b.add_argument("--window-steps", type=int, default=5, help="steps per window (default 5)")
-    b.add_argument("--windows", type=int, default=4, help="measurement windows (default 4)")
-    b.add_argument(
-        "--timeout", type=float, default=180, help="seconds per device count before it is killed"
-    )
-    b.add_argument("--no-peak", action="store_true", help="skip the matmul peak (no MFU)")
-    b.add_argument("--out", help="results JSON (default runs/bench/bench-<time>.json)")
-    b.add_argument("--plot", help="plot PNG (default: the JSON path with .png)")
-    b.set_defaults(run=_bench)
-    commands.add_parser(
+    _add_devices(commands)
+    _add_bench(commands, prog)
+    commands.add_parser(  # never parsed here: main() hands its arguments to the task program
         "task",
-        help="run one task of a cluster (python -m dpkit task --help)",
+        help=f"run one task of a cluster, from flags or TF_CONFIG ({prog} task --help)",
         add_help=False,
     )
+    return parser
 
-    args = parser.parse_args(argv)
+
+def _task(argv: list[str], prog: str, own_process: bool) -> int:
+    from dpkit.programs import task
+
+    code = task.main(argv, prog=f"{prog} task")
+    if own_process and "tensorflow" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # skip TensorFlow's slow and noisy teardown, as every dpkit program does
+    return code
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run one command; return its exit code.
+
+    Args:
+        argv: the arguments after the program name (default: ``sys.argv[1:]``).
+        prog: the program name in messages (default: :func:`program_name`).
+    """
+    own_process = argv is None
+    argv = sys.argv[1:] if argv is None else list(argv)
+    prog = prog or program_name()
+    if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, its exit codes
+        return _task(argv[1:], prog, own_process)
     try:
-        return args.run(args)
-    except (ValueError, RuntimeError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        args = _parser(prog).parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a usage error (2), already printed
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    where = f"{prog} {args.command}"
+    try:
+        try:
+            work = args.prepare(args)
+        except ValueError as err:
+            print(f"{where}: error: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        return work()
+    except RuntimeError as err:
+        print(f"{where}: error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"\n{where}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -19,9 +19,7 @@ def is_whole(value) -> bool:
 
 def is_real(value) -> bool:
     """A finite real number that is not a bool."""
-    return (
-        isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _then(example: str) -> str:
@@ -55,9 +53,7 @@ def positive_seconds(value, what: str) -> float:
 def one_of(value, choices, what: str):
     """``value`` itself, if it is one of ``choices``."""
     if value not in tuple(choices):
-        raise ValueError(
-            f"unknown {what} {value!r}; choose one of {', '.join(map(str, choices))}."
-        )
+        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(map(str, choices))}.")
     return value
 
 

@@ -131,7 +131,7 @@ class Child:
         return self.proc.poll()
 
     def wait(self, timeout: float | None = None) -> int:
-        """Wait for the child to end and return its exit code (``TimeoutError`` past ``timeout``)."""
+        """Wait for the child to end; its exit code (``TimeoutError`` after ``timeout`` s)."""
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:

@@ -13,6 +13,8 @@ graph of its own, so it does not disturb the notebook's eager TF2 code.
 
 from __future__ import annotations
 
+from dpkit import _checks
+
 #: Op types that create variables; the device function sends them to the parameter device.
 VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp", "AutoReloadVariable")
 
@@ -106,7 +108,7 @@ class TowerTrainer:
 
         from dpkit import gradients, towers
 
-        devices = towers._check_devices(devices)
+        devices = _checks.device_list(devices)
         towers.shard_sizes(global_batch_size, len(devices))  # raises if it does not divide
         if optimizer not in ("sgd", "adam"):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}.")

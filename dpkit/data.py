@@ -12,12 +12,13 @@ in the Keras cache (``~/.keras/datasets``) or the network allows a download.
 
 from __future__ import annotations
 
-import numbers
 import os
 import socket
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from dpkit import _checks
 
 #: name -> (Keras loader module, file or folder in the Keras cache, download address)
 KERAS_DATASETS = {
@@ -76,12 +77,6 @@ class Arrays:
             f"Arrays({self.name!r}: train {self.x_train.shape}, test {self.x_test.shape}, "
             f"{self.num_classes} classes)"
         )
-
-
-def _check_positive_int(value, what: str, example: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{what} must be a whole number >= 1, got {value!r}; e.g. {example}.")
-    return int(value)
 
 
 def _resize_bilinear(images: np.ndarray, size: int) -> np.ndarray:
@@ -253,7 +248,7 @@ def make_dataset(
     """
     import tensorflow as tf
 
-    batch_size = _check_positive_int(batch_size, "batch_size", "batch_size=64")
+    batch_size = _checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     if len(x) != len(y):
         raise ValueError(f"x and y differ in length ({len(x)} vs {len(y)}); pass matching arrays.")
     if drop_remainder and batch_size > len(x):
@@ -284,7 +279,7 @@ def datasets(name: str = "digits", *, batch_size: int = 64, seed: int = 0, downl
     Returns:
         ``(train_ds, test_ds, arrays)``.
     """
-    batch_size = _check_positive_int(batch_size, "batch_size", "batch_size=64")
+    batch_size = _checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     arrays = load(name, seed=seed, download=download)
     train = make_dataset(arrays.x_train, arrays.y_train, batch_size, seed=seed, repeat=True)
     test = make_dataset(
@@ -314,17 +309,11 @@ def synthetic(shape=(28, 28, 1), num_classes: int = 10, *, batch_size: int = 64,
     """
     import tensorflow as tf
 
-    batch_size = _check_positive_int(batch_size, "batch_size", "batch_size=64")
+    batch_size = _checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     shape = tuple(shape)
-    if not shape or any(
-        isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape
-    ):
+    if not shape or any(not _checks.is_whole(d) or d < 1 for d in shape):
         raise ValueError(f"shape must be positive whole numbers, e.g. (28, 28, 1); got {shape!r}.")
-    if (
-        isinstance(num_classes, bool)
-        or not isinstance(num_classes, numbers.Integral)
-        or num_classes < 2
-    ):
+    if not _checks.is_whole(num_classes) or num_classes < 2:
         raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}.")
     rng = np.random.default_rng(seed)
     x = rng.random((batch_size, *shape), dtype=np.float32)

@@ -18,13 +18,15 @@ code run unchanged on a laptop, one GPU or many, but they add no compute.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
+
+from dpkit import _checks
 
 #: More devices than this teaches nothing new and only slows TensorFlow's start-up.
 MAX_DEVICES = 64
 
-#: Memory given to each logical GPU when one physical GPU is split.
+#: Memory given to each logical GPU when one physical GPU is split (``setup``, ``plan``
+#: and the command line's ``--gpu-memory-mb``).
 DEFAULT_GPU_MEMORY_MB = 1024
 
 CASES = ("physical_gpus", "logical_gpus", "logical_cpus")
@@ -108,11 +110,13 @@ class DeviceSetup:
         return describe(self)
 
 
+# The last successful setup in this process: setup(n) returns it again for the same n,
+# and describe() shows it by default.
 _current: DeviceSetup | None = None
 
 
 def _check_count(n) -> int:
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+    if not _checks.is_whole(n):
         raise ValueError(
             f"setup(n): n must be a whole number of devices, got {n!r} "
             f"({type(n).__name__}); pass an int such as devices.setup(2)."
@@ -150,9 +154,8 @@ def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -
             ``num_gpus`` is negative, or ``gpu_memory_mb`` is not positive.
     """
     n = _check_count(n)
-    if isinstance(num_gpus, bool) or not isinstance(num_gpus, numbers.Integral) or num_gpus < 0:
-        raise ValueError(f"plan(): num_gpus must be an int >= 0, got {num_gpus!r}.")
-    if isinstance(gpu_memory_mb, bool) or not isinstance(gpu_memory_mb, numbers.Integral):
+    num_gpus = _checks.whole(num_gpus, "plan(): num_gpus", 0)
+    if not _checks.is_whole(gpu_memory_mb):
         raise ValueError(f"gpu_memory_mb must be an int (megabytes), got {gpu_memory_mb!r}.")
     if gpu_memory_mb < 1:
         raise ValueError(
@@ -283,11 +286,6 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
         explanation=p.explanation,
         physical=tuple(d.name for d in physical),
     )
-    return _current
-
-
-def current() -> DeviceSetup | None:
-    """The result of the last successful :func:`setup` in this process, or ``None``."""
     return _current
 
 

@@ -14,16 +14,11 @@ ready), and the meter turns the intervals between ticks into measurements.
 
 from __future__ import annotations
 
-import numbers
 import statistics
 import time
 from dataclasses import dataclass, field
 
-
-def _positive_int(value, what: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{what} must be a whole number >= {minimum}, got {value!r}.")
-    return int(value)
+from dpkit import _checks
 
 
 @dataclass(frozen=True)
@@ -139,9 +134,9 @@ class ThroughputMeter:
         window_steps: int = 10,
         clock=time.perf_counter,
     ):
-        self.global_batch_size = _positive_int(global_batch_size, "global_batch_size")
-        self.warmup_steps = _positive_int(warmup_steps, "warmup_steps", minimum=0)
-        self.window_steps = _positive_int(window_steps, "window_steps")
+        self.global_batch_size = _checks.whole(global_batch_size, "global_batch_size", 1)
+        self.warmup_steps = _checks.whole(warmup_steps, "warmup_steps", 0)
+        self.window_steps = _checks.whole(window_steps, "window_steps", 1)
         self._clock = clock
         self._last = None
         self._steps = 0

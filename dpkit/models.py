@@ -19,6 +19,8 @@ from __future__ import annotations
 import functools
 import math
 
+from dpkit import _checks
+
 #: Rule of thumb: the backward pass costs about twice the forward pass.
 TRAINING_FLOPS_FACTOR = 3
 
@@ -54,18 +56,18 @@ def _lrn_class():
 
 def _check_shape(input_shape, rank: int, example: str) -> tuple[int, ...]:
     shape = tuple(input_shape)
-    if len(shape) != rank or any(not isinstance(d, int) or d < 1 for d in shape):
+    if len(shape) != rank or any(not _checks.is_whole(d) or d < 1 for d in shape):
         raise ValueError(
             f"input_shape must be {rank} positive ints (height, width, channels), "
             f"got {input_shape!r}; e.g. {example}."
         )
-    return shape
+    return tuple(int(d) for d in shape)
 
 
 def _check_classes(num_classes) -> int:
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
+    if not _checks.is_whole(num_classes) or num_classes < 2:
         raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}.")
-    return num_classes
+    return int(num_classes)
 
 
 def lenet5(input_shape=(28, 28, 1), num_classes: int = 10):
@@ -159,12 +161,11 @@ def mnist_mlp(
     from keras import layers
 
     shape = tuple(input_shape)
-    if not shape or any(not isinstance(d, int) or d < 1 for d in shape):
+    if not shape or any(not _checks.is_whole(d) or d < 1 for d in shape):
         raise ValueError(
             f"input_shape must be positive ints, got {input_shape!r}; e.g. (28, 28, 1)."
         )
-    if isinstance(hidden_units, bool) or not isinstance(hidden_units, int) or hidden_units < 1:
-        raise ValueError(f"hidden_units must be an int >= 1, got {hidden_units!r}.")
+    hidden_units = _checks.whole(hidden_units, "hidden_units", 1, "e.g. 500, as the seed")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout is the fraction dropped and must be in [0, 1), got {dropout!r}.")
     return keras.Sequential(

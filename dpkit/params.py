@@ -19,23 +19,11 @@ value and otherwise a description of the allowed values.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable
 
+from dpkit import _checks
+
 Rule = Callable[[object], "str | None"]
-
-
-def _is_whole(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return (
-        isinstance(value, numbers.Real)
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
 
 
 def whole(minimum: int = 0, maximum: int | None = None, *, multiple_of: int = 1) -> Rule:
@@ -45,22 +33,22 @@ def whole(minimum: int = 0, maximum: int | None = None, *, multiple_of: int = 1)
         if maximum is None
         else (f"a whole number from {minimum} to {maximum}")
     )
-    if not _is_whole(multiple_of) or multiple_of > 1:
+    if not _checks.is_whole(multiple_of) or multiple_of > 1:
         allowed += f" that divides by {multiple_of}"
 
     def rule(value):
         # minimum and multiple_of may come from other parameters; when one of those is bad
         # (0, a string) its own rule reports it, and this one checks what it can.
-        divisor = multiple_of if _is_whole(multiple_of) and multiple_of >= 1 else 1
+        divisor = multiple_of if _checks.is_whole(multiple_of) and multiple_of >= 1 else 1
         try:
             ok = (
-                _is_whole(value)
+                _checks.is_whole(value)
                 and value >= minimum
                 and (maximum is None or value <= maximum)
                 and value % divisor == 0
             )
         except TypeError:
-            ok = _is_whole(value)
+            ok = _checks.is_whole(value)
         return None if ok else allowed
 
     return rule
@@ -71,7 +59,7 @@ def positive(maximum: float | None = None) -> Rule:
     allowed = "a number above 0" + ("" if maximum is None else f" and at most {maximum}")
 
     def rule(value):
-        ok = _is_real(value) and value > 0 and (maximum is None or value <= maximum)
+        ok = _checks.is_real(value) and value > 0 and (maximum is None or value <= maximum)
         return None if ok else allowed
 
     return rule
@@ -81,7 +69,11 @@ def fraction() -> Rule:
     """A number strictly between 0 and 1 (a decay factor)."""
 
     def rule(value):
-        return None if _is_real(value) and 0 < value < 1 else "a number between 0 and 1 (exclusive)"
+        return (
+            None
+            if _checks.is_real(value) and 0 < value < 1
+            else "a number between 0 and 1 (exclusive)"
+        )
 
     return rule
 

@@ -26,17 +26,15 @@ still run as separate processes with one thread each, unpinned, and the result s
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
-import sys
-import time
 from dataclasses import dataclass, field
 
+from dpkit import _checks, _procs, bench, tasks
+
 #: Models the workers can train (names for :func:`dpkit.models.build`).
-MODELS = ("lenet5", "cifar10_cnn", "mnist_mlp")
-_SHAPES = {"lenet5": (28, 28, 1), "mnist_mlp": (28, 28, 1), "cifar10_cnn": (24, 24, 3)}
+MODELS = bench.MODELS
 
 BASELINE = "1 process, 1 thread"
 
@@ -148,10 +146,7 @@ class Comparison:
 
 
 def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, timeout):
-    from dpkit import _checks
-
-    if model not in MODELS:
-        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}.")
+    _checks.one_of(model, MODELS, "model")
     cores = usable_cores()
     if workers is None:
         workers = len(cores)
@@ -208,8 +203,6 @@ def compare(
         ValueError: a bad argument, before any process starts.
         dpkit.tasks.TaskFailedError: a worker failed (its stderr is in the message).
     """
-    from dpkit import cluster, tasks
-
     workers, cores = _check(
         model, global_batch, workers, rounds, window_steps, warmup_steps, timeout
     )
@@ -229,7 +222,7 @@ def compare(
     with tasks.Group(timeout=timeout, echo=None) as group:
         tasks_of = {}
         for name, (procs, pin_to, threads) in plan.items():
-            hosts = [f"127.0.0.1:{cluster.free_port()}" for _ in range(procs)]
+            hosts = [f"127.0.0.1:{_procs.free_port()}" for _ in range(procs)]
             tasks_of[name] = []
             for i in range(procs):
                 task = f"{name} #{i}" if procs > 1 else name
@@ -270,86 +263,3 @@ def compare(
                 group.send(task, "quit")
         group.wait()
     return result
-
-
-# ----------------------------------------------------------------------------- the worker
-
-
-def _record(**values) -> None:
-    print(json.dumps(values), flush=True)
-
-
-def worker_main(argv=None) -> None:
-    """One contender process (``python -m dpkit.tasks pinned ...``), started by :func:`compare`.
-
-    It pins itself to ``--core`` *before* TensorFlow starts (TensorFlow sizes its thread
-    pools from the cores it may use), trains on synthetic data, and then answers stdin
-    lines: ``run K`` (time K steps, answer ``{"seconds": ...}``), ``checksum`` (the sum of
-    all weights, to check that the workers hold the same model) and ``quit``.
-    """
-    parser = argparse.ArgumentParser(prog="python -m dpkit.tasks pinned")
-    parser.add_argument("--model", default="lenet5", choices=MODELS)
-    parser.add_argument("--global_batch", type=int, default=256)
-    parser.add_argument("--core", type=int, default=-1, help="pin to this core (-1: do not)")
-    parser.add_argument("--threads", type=int, default=1, help="intra-op threads")
-    parser.add_argument("--warmup_steps", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.core >= 0:
-        os.sched_setaffinity(0, {args.core})
-
-    import keras
-    import tensorflow as tf
-
-    from dpkit import data, models
-
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    # collectives need a second inter-op thread next to the step that waits for them
-    tf.config.threading.set_inter_op_parallelism_threads(max(2, args.threads))
-    spec = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    workers = len(spec.get("cluster", {}).get("worker", [])) or 1
-    index = spec.get("task", {}).get("index", 0)
-    if workers > 1:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    else:
-        strategy = tf.distribute.get_strategy()  # the default: one device, no all-reduce
-    per_worker = args.global_batch // workers
-    shape = _SHAPES[args.model]
-    # every process draws the same global batch and keeps its own slice of it
-    x, y = next(iter(data.synthetic(shape, 10, batch_size=args.global_batch, seed=args.seed)))
-    mine = slice(index * per_worker, (index + 1) * per_worker)
-    x, y = x[mine], y[mine]
-    keras.utils.set_random_seed(args.seed)
-    with strategy.scope():
-        model = models.build(args.model, input_shape=shape)
-        optimizer = keras.optimizers.SGD(0.01)
-    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-
-    def replica_step(xb, yb):
-        with tf.GradientTape() as tape:
-            losses = per_example(yb, model(xb, training=True))
-            loss = tf.nn.compute_average_loss(losses, global_batch_size=args.global_batch)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduces first
-        return loss
-
-    @tf.function
-    def step(xb, yb):
-        return strategy.run(replica_step, args=(xb, yb))
-
-    for _ in range(args.warmup_steps):
-        float(step(x, y))
-    _record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
-    for line in sys.stdin:
-        command = line.split()
-        if command[:1] == ["run"]:
-            start = time.perf_counter()
-            for _ in range(int(command[1])):
-                loss = step(x, y)
-            float(loss)  # waits for the last step
-            _record(seconds=time.perf_counter() - start, loss=float(loss))
-        elif command[:1] == ["checksum"]:
-            total = sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in model.weights)
-            _record(checksum=total)
-        elif command[:1] == ["quit"]:
-            break

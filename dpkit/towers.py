@@ -14,10 +14,10 @@ the others; on GPUs it then needs more memory than the rest).
 from __future__ import annotations
 
 import contextlib
-import numbers
 
 import numpy as np
 
+from dpkit import _checks
 from dpkit import gradients as _gradients
 
 WHERE_VARIABLES = ("cpu", "device0")
@@ -48,9 +48,8 @@ def shard_sizes(batch_size: int, num_towers: int, *, weighted: bool = False) -> 
         ValueError: bad counts; a batch that does not divide evenly (unless
             ``weighted``); a batch smaller than the number of towers (a tower would be empty).
     """
-    for value, what in ((batch_size, "batch size"), (num_towers, "num_towers")):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"{what} must be a whole number >= 1, got {value!r}.")
+    batch_size = _checks.whole(batch_size, "batch size", 1)
+    num_towers = _checks.whole(num_towers, "num_towers", 1)
     if batch_size < num_towers:
         raise ValueError(
             f"a batch of {batch_size} cannot feed {num_towers} towers: at least one would get "
@@ -96,15 +95,6 @@ def split_batch(x, y, num_towers: int, *, weighted: bool = False):
     return tf.split(x, sizes), tf.split(y, sizes), weights
 
 
-def _check_devices(devices) -> list[str]:
-    if isinstance(devices, str) or not devices:
-        raise ValueError(
-            f"devices must be a non-empty list of device names, got {devices!r}; pass what "
-            "devices.setup(n).devices returned."
-        )
-    return list(devices)
-
-
 def _is_float(var) -> bool:
     """Float state (batch-norm statistics) is averaged; integer state (RNG seeds) is not."""
     return "float" in str(var.dtype)
@@ -137,7 +127,7 @@ def tower_gradients(model, loss_fn, x, y, devices, *, weighted: bool = False):
     """
     import tensorflow as tf
 
-    devices = _check_devices(devices)
+    devices = _checks.device_list(devices)
     xs, ys, weights = split_batch(x, y, len(devices), weighted=weighted)
     stateful = bool(_float_state(model))
     tower_grads, tower_losses, tower_states = [], [], []
@@ -166,7 +156,7 @@ def variable_device(devices, where: str = "cpu") -> str:
     Raises:
         ValueError: unknown choice.
     """
-    devices = _check_devices(devices)
+    devices = _checks.device_list(devices)
     if where not in WHERE_VARIABLES:
         raise ValueError(f"where_variables must be one of {WHERE_VARIABLES}, got {where!r}.")
     return "/device:CPU:0" if where == "cpu" else devices[0]
@@ -224,7 +214,7 @@ def make_tower_train_step(
     import keras
     import tensorflow as tf
 
-    devices = _check_devices(devices)
+    devices = _checks.device_list(devices)
     home = variable_device(devices, where_variables)
     stray = [v.path for v in model.variables if not _same_device(v.value.device, home)]
     if stray:
@@ -280,7 +270,7 @@ def make_parallel(fn, devices, **inputs):
     """
     import tensorflow as tf
 
-    devices = _check_devices(devices)
+    devices = _checks.device_list(devices)
     if not inputs:
         raise ValueError("make_parallel needs at least one keyword input to split, e.g. x=images.")
     sizes = {name: _batch_size(value) for name, value in inputs.items()}

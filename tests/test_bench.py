@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from dpkit import bench
+from dpkit import _procs, bench
 from tests import procs
 from tests.childproc import ROOT
 
@@ -31,7 +31,7 @@ def no_children(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a child process was started before the input was checked")
 
-    monkeypatch.setattr(bench.subprocess, "Popen", refuse)
+    monkeypatch.setattr(_procs.subprocess, "Popen", refuse)
 
 
 @pytest.mark.parametrize(
@@ -147,7 +147,7 @@ def test_results_survive_a_save_and_load(tmp_path):
     path = tmp_path / "out" / "sweep.json"
     report.save(path)
     assert sorted(os.listdir(path.parent)) == ["sweep.json"]  # no temporary file left
-    loaded = bench.load(path)
+    loaded = bench.Report.load(path)
     assert loaded.as_dict() == report.as_dict()
     assert loaded.rows() == report.rows()
 
@@ -156,7 +156,7 @@ def test_loading_something_else_says_what_the_file_should_be(tmp_path):
     path = tmp_path / "other.json"
     path.write_text(json.dumps({"hello": 1}))
     with pytest.raises(ValueError, match="not a dpkit bench results file"):
-        bench.load(path)
+        bench.Report.load(path)
 
 
 def test_plot_draws_throughput_and_speedup_with_the_ideal_line():
@@ -194,7 +194,7 @@ def test_command_line_sweep_of_1_2_4_devices_reports_those_counts(tmp_path):
     # Progress was printed as it happened: every window of every run, in order.
     windows = [line for line in proc.stdout.splitlines() if " window " in line]
     assert [w.split()[0] for w in windows] == ["[1/3]"] * 2 + ["[2/3]"] * 2 + ["[3/3]"] * 2
-    assert bench.live_children() == []
+    assert _procs.live("bench") == []
 
 
 def _fake_child(code: str) -> list[str]:
@@ -252,7 +252,7 @@ def test_stop_from_another_thread_kills_the_child_and_starts_no_more():
             threading.Timer(1.0, sweep.stop).start()  # as the Stop button does
     assert len(started) == 1
     assert [r.status for r in sweep.report.results] == ["stopped"]
-    assert procs.gone(started[0]) and bench.live_children() == []
+    assert procs.gone(started[0]) and _procs.live("bench") == []
 
 
 def test_leaving_the_loop_early_kills_the_child():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -13,7 +14,7 @@ import warnings
 
 import pytest
 
-from dpkit import cluster
+from dpkit import _procs, cluster
 from tests import childproc, procs
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpkit.cluster:UserWarning")
@@ -143,9 +144,9 @@ def test_a_taken_port_is_retried_on_another(monkeypatch, no_tasks):
         taken.listen()
         port = taken.getsockname()[1]
         handed = [port]
-        real = cluster._pick_port
+        real = cluster.free_port
         monkeypatch.setattr(
-            cluster, "_pick_port", lambda host: handed.pop() if handed else real(host)
+            cluster, "free_port", lambda host: handed.pop() if handed else real(host)
         )
         with cluster.LocalCluster(num_workers=1, num_ps=1) as c:
             assert handed == [], "the taken port was never tried"
@@ -169,7 +170,7 @@ def test_a_task_that_never_starts_is_named(monkeypatch, no_tasks):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        monkeypatch.setattr(cluster, "_pick_port", lambda host: port)
+        monkeypatch.setattr(cluster, "free_port", lambda host: port)
         with pytest.raises(cluster.ClusterNotReadyError, match="found no free ports"):
             cluster.LocalCluster(num_workers=1, num_ps=0).start()
 
@@ -194,9 +195,10 @@ import json, os, threading, time
 import tensorflow as tf
 from tensorflow.core.protobuf import tensorflow_server_pb2
 from dpkit import cluster
+from dpkit.programs import server
 
 spec = {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2", "127.0.0.1:3"]}
-ours = tensorflow_server_pb2.ServerDef.FromString(cluster.server_def(spec, "worker", 1, 3))
+ours = tensorflow_server_pb2.ServerDef.FromString(server.server_def(spec, "worker", 1, 3))
 reference = tensorflow_server_pb2.ServerDef(
     cluster=tf.train.ClusterSpec(spec).as_cluster_def(), job_name="worker", task_index=1,
     protocol="grpc", default_session_config=tf.compat.v1.ConfigProto(
@@ -314,11 +316,16 @@ def test_in_process_cluster_trains_and_refuses_what_it_cannot_do():
 
 def test_a_task_that_crashes_is_reported_with_its_stderr(no_tasks):
     # a worker told that the cluster has no worker job: TensorFlow refuses to start it
-    task = cluster._Task({"ps": ["127.0.0.1:1"]}, ("worker", 0), 0)
+    lines = queue.Queue()
+    argv = _procs.program_argv("server", json.dumps({"ps": ["127.0.0.1:1"]}), "worker", 0, 0)
+    task = _procs.Child(argv, name="worker:0", kind="cluster", lines=lines)
     try:
-        failed = cluster._wait_ready([task], time.monotonic() + 30)
-        assert failed == {("worker", 0): 1}
-        assert "task worker:0:" in task.error() and "worker" in task.error()
+        records = []
+        while (item := lines.get(timeout=30))[1] is not None:  # until its stdout ends
+            records.append(_procs.parse_record(item[1]))
+        assert not any(r and r.get("ready") for r in records), "it said it was ready"
+        assert task.wait(timeout=30) == 1
+        assert "task worker:0:" in task.tail() and "worker" in task.tail()
     finally:
         task.close()
     assert procs.gone(task.pid)

@@ -424,3 +424,15 @@ def test_a_broken_venv_is_removed_and_made_again(tmp_path):
     assert "Removing it and creating it again" in result.stdout
     assert "made no working venv" in result.stderr
     assert result.returncode != 0 and not venv.exists()
+
+
+def test_every_dpkit_package_is_installed():
+    """A non-editable install (Binder, Colab's pip) ships every folder of dpkit with code."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    listed = set(tool["setuptools"]["packages"])
+    found = {
+        ".".join(path.parent.relative_to(ROOT).parts)
+        for path in (ROOT / "dpkit").rglob("__init__.py")
+    }
+    assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages"
+    assert listed <= found, f"[tool.setuptools] packages names missing folders {listed - found}"

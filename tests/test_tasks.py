@@ -12,12 +12,12 @@ import time
 import numpy as np
 import pytest
 
-from dpkit import cluster, tasks
+from dpkit import tasks
 from tests import childproc, procs
 
 
 def _mwms_group(tmp_path, steps, global_batch, lr, workers=2, **kwargs):
-    ports = [cluster.free_port() for _ in range(workers)]
+    ports = [procs.free_port() for _ in range(workers)]
     spec = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     group = tasks.Group(**kwargs)
     for i in range(workers):

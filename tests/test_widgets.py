@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from dpkit import bench, widgets
+from dpkit import _procs, widgets
 from tests import procs
 from tests.kernel_driver import Frontend
 
@@ -129,4 +129,4 @@ def test_live_sweep_updates_in_place_in_a_jupyter_kernel(frontend):
     progress = f.find("IntProgressModel")
     assert progress.state["value"] == progress.state["max"] == 7
     assert progress.state["bar_style"] == "success"
-    assert bench.live_children() == []
+    assert _procs.live("bench") == []

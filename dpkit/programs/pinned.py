@@ -1,0 +1,91 @@
+"""The ``pinned`` program: one contender of :func:`dpkit.pinned.compare` (lesson 05).
+
+Started through :class:`dpkit.tasks.Group` as ``python -m dpkit.programs pinned ...``. It
+pins itself to ``--core`` *before* TensorFlow starts (TensorFlow sizes its thread pools
+from the cores it may use), trains on synthetic data (with ``MultiWorkerMirroredStrategy``
+when ``TF_CONFIG`` names several workers, each on its slice of every global batch), writes
+a ``ready`` record, and then answers stdin lines with records: ``run K`` (time K steps,
+answer ``{"seconds": ...}``), ``checksum`` (the sum of all weights, to check that the
+workers hold the same model) and ``quit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from dpkit import _procs, bench
+
+
+def main(argv: list[str]) -> int:
+    """One contender process; returns 0 after ``quit`` (or the end of stdin)."""
+    parser = argparse.ArgumentParser(prog="python -m dpkit.programs pinned")
+    parser.add_argument("--model", default="lenet5", choices=bench.MODELS)
+    parser.add_argument("--global_batch", type=int, default=256)
+    parser.add_argument("--core", type=int, default=-1, help="pin to this core (-1: do not)")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads")
+    parser.add_argument("--warmup_steps", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.core >= 0:
+        os.sched_setaffinity(0, {args.core})
+
+    import keras
+    import tensorflow as tf
+
+    from dpkit import data, models
+
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    # collectives need a second inter-op thread next to the step that waits for them
+    tf.config.threading.set_inter_op_parallelism_threads(max(2, args.threads))
+    spec = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    workers = len(spec.get("cluster", {}).get("worker", [])) or 1
+    index = spec.get("task", {}).get("index", 0)
+    if workers > 1:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    else:
+        strategy = tf.distribute.get_strategy()  # the default: one device, no all-reduce
+    per_worker = args.global_batch // workers
+    shape = bench.INPUT_SHAPES[args.model]
+    # every process draws the same global batch and keeps its own slice of it
+    x, y = next(iter(data.synthetic(shape, 10, batch_size=args.global_batch, seed=args.seed)))
+    mine = slice(index * per_worker, (index + 1) * per_worker)
+    x, y = x[mine], y[mine]
+    keras.utils.set_random_seed(args.seed)
+    with strategy.scope():
+        model = models.build(args.model, input_shape=shape)
+        optimizer = keras.optimizers.SGD(0.01)
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+    def replica_step(xb, yb):
+        with tf.GradientTape() as tape:
+            losses = per_example(yb, model(xb, training=True))
+            loss = tf.nn.compute_average_loss(losses, global_batch_size=args.global_batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduces first
+        return loss
+
+    @tf.function
+    def step(xb, yb):
+        return strategy.run(replica_step, args=(xb, yb))
+
+    for _ in range(args.warmup_steps):
+        float(step(x, y))
+    _procs.record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
+    for line in sys.stdin:
+        command = line.split()
+        if command[:1] == ["run"]:
+            start = time.perf_counter()
+            for _ in range(int(command[1])):
+                loss = step(x, y)
+            float(loss)  # waits for the last step
+            _procs.record(seconds=time.perf_counter() - start, loss=float(loss))
+        elif command[:1] == ["checksum"]:
+            total = sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in model.weights)
+            _procs.record(checksum=total)
+        elif command[:1] == ["quit"]:
+            break
+    return 0

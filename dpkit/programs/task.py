@@ -1,0 +1,486 @@
+"""The ``task`` program: one task of a cluster, training or serving (lesson 08).
+
+``python -m dpkit task ARGS``, and the program ``task`` of :class:`dpkit.tasks.Group`:
+:func:`main` reads the task with :func:`dpkit.launcher.parse` and :func:`run` does it. A ps,
+and a worker under ``ParameterServerStrategy``, serve until the chief has gone
+(:func:`serve`). Every task that trains runs the one loop of :func:`train`; a
+:class:`Flavour` (:class:`PSStrategy`, :class:`Mirrored`, :class:`TF1`) says how to set up,
+take a step, report and save. The chief writes checkpoints and TensorBoard scalars to
+``--logdir``, resumes from the newest checkpoint there and logs the test accuracy at the
+end. A task without progress for ``--stall-timeout`` s names the peers that do not answer
+and exits with code 1 (:func:`watch`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+
+from dpkit import _procs, cluster, launcher, tasks
+from dpkit.launcher import EXIT_FAILED, EXIT_USAGE, LaunchError, Task
+from dpkit.programs import server, workers
+
+# ----------------------------------------------------------------------------- logging
+
+
+class Log:
+    """Timestamped log lines (prefixed with the task's name unless a Group reads them), and
+    records (JSON lines) when :data:`dpkit.launcher.RECORDS_VARIABLE` is set."""
+
+    def __init__(self, task: Task):
+        self.task = task
+        self.records = bool(os.environ.get(launcher.RECORDS_VARIABLE))
+        self.lock = threading.Lock()
+
+    def __call__(self, message: str) -> None:
+        prefix = "" if self.records else f"{self.task.name} "
+        with self.lock:
+            print(f"{time.strftime('%H:%M:%S')} {prefix}{message}", flush=True)
+
+    def record(self, **values) -> None:
+        if self.records:
+            with self.lock:
+                _procs.record(**values)
+
+
+def watch(task: Task, log: Log):
+    """Start a watchdog thread that ends a stalled task (exit code 1) with
+    :func:`stall_message`; return ``tick``, to call whenever training moves."""
+    state = {"moved": time.monotonic(), "started": False}
+
+    def tick() -> None:
+        state.update(moved=time.monotonic(), started=True)
+
+    def run():
+        while True:
+            time.sleep(0.5)
+            limit = task.stall_timeout if state["started"] else task.start_timeout
+            if time.monotonic() - state["moved"] > limit:
+                message = stall_message(task, state["started"], limit)
+                log(message)
+                print(message, file=sys.stderr, flush=True)
+                sys.stdout.flush()
+                os._exit(EXIT_FAILED)
+
+    threading.Thread(target=run, daemon=True, name="dpkit-stall").start()
+    return tick
+
+
+def stall_message(task: Task, started: bool, limit: float) -> str:
+    """Why the task gives up: which peers do not answer, and why that stops a step."""
+    silent = [n for n, address in task.peers().items() if not _procs.port_answers(address, 1.0)]
+    what = "no training step" if started else "training did not start"
+    who = (
+        f"these tasks do not answer: {', '.join(f'{n} ({task.address_of(n)})' for n in silent)}"
+        if silent
+        else "every task's port answers, so one is slow or cut off mid-way"
+    )
+    why = ""
+    if task.flavour == "mirrored" or task.sync_replicas:
+        why = "; a synchronous step waits for every worker, so one lost worker stops them all"
+    return f"giving up: {what} in {limit:g} s; {who}{why}."
+
+
+# ----------------------------------------------------------------------------- serving
+
+
+def wait_for_chief(task: Task, log: Log, timeout: float | None = None) -> bool:
+    """Wait for the chief to answer (within ``timeout``, if given), then to go (1.5 s silent).
+
+    Returns:
+        ``False`` if it never answered within ``timeout``.
+    """
+    chief, name = task.address_of(task.chief_name), task.chief_name
+    if timeout is not None:
+        deadline = time.monotonic() + timeout
+        while not _procs.port_answers(chief):
+            if time.monotonic() > deadline:
+                log(f"the chief {name} ({chief}) never answered in {timeout:g} s; stopping")
+                return False
+            time.sleep(0.5)
+        log(f"the chief {task.chief_name} is up; serving until it finishes")
+    misses = 0
+    while misses < 3:  # 1.5 s without an answer: the chief has gone
+        time.sleep(0.5)
+        misses = 0 if _procs.port_answers(chief) else misses + 1
+    log(f"the chief {task.chief_name} stopped answering (it finished, or we are cut off); stopping")
+    return True
+
+
+def serve(task: Task, log: Log) -> int:
+    """A ps, or a worker under ParameterServerStrategy: a TF server until the chief goes."""
+    threads = max(2, task.num_workers + 1)  # fewer deadlocks on 2 cores (lesson 07)
+    definition = server.server_def(task.cluster, task.job, task.index, threads)
+    try:
+        running = server.start_server(definition)  # noqa: F841 -- serves while referenced
+    except Exception as error:  # noqa: BLE001 -- the C API's errors: report and exit
+        log(f"could not start the server at {task.address}: {error}")
+        return EXIT_FAILED
+    log(f"serving at {task.address} ({'variables' if task.job == 'ps' else 'steps'} for the chief)")
+    return 0 if wait_for_chief(task, log, task.start_timeout) else EXIT_FAILED
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+class Flavour:
+    """What one flavour does at each point of :func:`train` (TF2 defaults, TF1 overrides)."""
+
+    def __init__(self, task: Task, log: Log):
+        self.task, self.log = task, log
+        self.x, self.y, self.x_test, self.y_test = workers.digits(task.seed)
+        self.writer = None  # the chief's TensorBoard writer
+
+    def begin(self, stack: contextlib.ExitStack) -> int:
+        """Set up (and log how; ``stack`` closes what must be closed); return the first step."""
+        raise NotImplementedError
+
+    def advance(self, step: int) -> tuple[int, float]:
+        """Train from global step ``step``; return the new global step and the last loss."""
+        raise NotImplementedError
+
+    def finished(self, step: int) -> bool:
+        return step >= self.task.train_steps
+
+    def report(self, step: int, loss: float, first: int, seconds: float) -> None:
+        """Log progress every ``--log-every`` steps and at the end, as a line and a scalar."""
+        if step % self.task.log_every and not self.finished(step):
+            return
+        rate = (step - first) / max(seconds, 1e-9)
+        self.log(f"step {step}/{self.task.train_steps} loss {loss:.4f} ({rate:.0f} steps/s)")
+        self.log.record(step=step, loss=loss)
+        if self.writer is not None:
+            import tensorflow as tf
+
+            with self.writer.as_default():
+                tf.summary.scalar("loss", loss, step=step)
+
+    def save(self, step: int) -> None:
+        """A checkpoint every ``--checkpoint-every`` steps and at the end."""
+        if step % self.task.checkpoint_every == 0 or self.finished(step):
+            self.manager.save(checkpoint_number=step)
+
+    def end(self, step: int, loss: float) -> None:
+        if self.writer is not None:
+            self.writer.flush()
+        self.finish(step, self.w.numpy(), self.b.numpy(), loss)
+
+    def finish(self, step: int, w, b, loss: float) -> None:
+        acc = workers.accuracy(w, b, self.x_test, self.y_test)
+        self.log(f"done: global step {step}, last loss {loss:.4f}, test accuracy {acc:.3f}")
+        self.log.record(
+            done=True, global_step=step, loss=loss, accuracy=acc, logdir=self.task.logdir
+        )
+
+    def variables(self, strategy, directory: str):
+        """``w``, ``b`` and the global step in ``strategy``'s scope, and their checkpoints."""
+        import tensorflow as tf
+
+        w0, b0 = tasks.softmax_init(self.x.shape[1], 10, self.task.seed)
+        with strategy.scope():
+            self.w, self.b = tf.Variable(w0, name="w"), tf.Variable(b0, name="b")
+            self.global_step = tf.Variable(0, dtype=tf.int64, name="global_step")
+        self.checkpoint = tf.train.Checkpoint(w=self.w, b=self.b, global_step=self.global_step)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=3)
+        if self.task.is_chief:
+            self.writer = tf.summary.create_file_writer(os.path.join(self.task.logdir, "train"))
+
+    def restore(self) -> float:
+        """Restore the newest checkpoint, if any; 1.0 if one was restored, else 0.0."""
+        if not self.manager.latest_checkpoint:
+            return 0.0
+        self.checkpoint.restore(self.manager.latest_checkpoint)
+        step = int(self.global_step.numpy())
+        self.log(f"resumed from {self.manager.latest_checkpoint} at step {step}")
+        return 1.0
+
+
+def train(tick, flavour: Flavour) -> int:
+    """The training loop of every flavour: step, show progress, save, and at the end finish."""
+    with contextlib.ExitStack() as stack:
+        step = flavour.begin(stack)
+        tick()
+        loss, started, first = float("nan"), time.perf_counter(), step
+        while not flavour.finished(step):
+            step, loss = flavour.advance(step)
+            tick()
+            flavour.report(step, loss, first, time.perf_counter() - started)
+            flavour.save(step)
+    flavour.end(step, loss)
+    return 0
+
+
+# ----------------------------------------------------------------------------- TF2 flavours
+
+
+class PSStrategy(Flavour):
+    """The chief of a ``ParameterServerStrategy`` cluster; the workers and ps serve."""
+
+    def begin(self, stack: contextlib.ExitStack) -> int:
+        import tensorflow as tf
+
+        task = self.task
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+            tf.train.ClusterSpec(task.cluster), task_type="chief", task_id=0, rpc_layer="grpc"
+        )
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        self.coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        self.variables(strategy, task.logdir)
+        self.restore()
+        x, y, batch, lr = self.x, self.y, task.batch_size, task.learning_rate
+
+        def dataset_fn():  # runs on each worker; no seed, so each worker draws its own order
+            data = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(x))
+            return data.repeat().batch(batch, drop_remainder=True)
+
+        self.iterator = iter(self.coordinator.create_per_worker_dataset(dataset_fn))
+
+        self.train_step = workers.ps_step(strategy, self.w, self.b, lr, self.global_step)
+        step = int(self.global_step.numpy())
+        self.log(
+            f"training with ParameterServerStrategy on {task.num_workers} worker(s), "
+            f"{len(task.cluster['ps'])} ps; steps {step} -> {task.train_steps}"
+        )
+        return step
+
+    def advance(self, step: int) -> tuple[int, float]:
+        task = self.task
+        chunk = min(  # up to the next log line, checkpoint or the end
+            task.log_every - step % task.log_every,
+            task.checkpoint_every - step % task.checkpoint_every,
+            task.train_steps - step,
+        )
+        results = [
+            self.coordinator.schedule(self.train_step, (self.iterator,)) for _ in range(chunk)
+        ]
+        self.coordinator.join()
+        return int(self.global_step.numpy()), float(results[-1].fetch())
+
+
+class Mirrored(Flavour):
+    """A worker (or the chief) of a ``MultiWorkerMirroredStrategy`` cluster."""
+
+    def begin(self, stack: contextlib.ExitStack) -> int:
+        task = self.task
+        os.environ["TF_CONFIG"] = task.tf_config()
+        import tensorflow as tf
+
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        members = ["chief:0"] if task.cluster.get("chief") else []
+        members += [f"worker:{i}" for i in range(task.num_workers)]
+        rank, size = members.index(task.name), len(members)
+        # every task writes (a collective save needs all); only the chief's copy is kept
+        scratch = os.path.join(task.logdir, f"tmp-{task.job}-{task.index}")
+        self.directory = task.logdir if task.is_chief else scratch
+        self.variables(strategy, self.directory)
+        restored = self.restore() if task.is_chief else 0.0
+        w, b, global_step = self.w, self.b, self.global_step
+
+        @tf.function
+        def share(flag):  # the chief's values to everyone: the others add zeros to a sum
+            def replica(flag):
+                step = tf.reshape(tf.cast(global_step, tf.float32), [1])  # no scalars: an
+                flag = tf.reshape(flag, [1])  # all-reduce of a scalar fails across workers
+                values = [w * flag, b * flag, step * flag, flag]
+                return tf.distribute.get_replica_context().all_reduce("sum", values)
+
+            return strategy.run(replica, (flag,))
+
+        sw, sb, sstep, any_restored = share(tf.constant(restored))
+        if float(any_restored[0]) > 0:
+            w.assign(sw)
+            b.assign(sb)
+            global_step.assign(int(round(float(sstep[0]))))
+        self.step_fn = workers.mirrored_step(
+            strategy, w, b, task.learning_rate, task.batch_size, global_step
+        )
+        step = int(global_step.numpy())
+        self.log(
+            f"training with MultiWorkerMirroredStrategy as task {rank} of {size}; "
+            f"steps {step} -> {task.train_steps}"
+        )
+        self.batches = workers.batches(self.x, self.y, task.batch_size, task.seed)
+        for _ in range(step):
+            next(self.batches)  # the same data order as a run that never stopped
+        per_task = task.batch_size // size
+        self.mine = slice(rank * per_task, (rank + 1) * per_task)
+        return step
+
+    def advance(self, step: int) -> tuple[int, float]:
+        import tensorflow as tf
+
+        xb, yb = next(self.batches)
+        loss = self.step_fn(tf.constant(xb[self.mine]), tf.constant(yb[self.mine]))
+        return step + 1, float(loss)
+
+    def end(self, step: int, loss: float) -> None:
+        if not self.task.is_chief:
+            import shutil
+
+            shutil.rmtree(self.directory, ignore_errors=True)
+        super().end(step, loss)
+
+
+# ----------------------------------------------------------------------------- TF1 flavour
+
+
+class TF1(Flavour):
+    """A worker of TF1 between-graph replication; worker 0 is the chief."""
+
+    mine = 0  # steps run here
+    step = 0  # the last global step seen
+
+    def begin(self, stack: contextlib.ExitStack) -> int:
+        import tensorflow as tf
+
+        v1, task = tf.compat.v1, self.task
+        v1.disable_eager_execution()
+        tf.get_logger().setLevel("ERROR")  # the TF1 APIs' deprecation notices: known, and noisy
+        workers.quiet_closed_queue_runners()
+        threads = max(2, task.num_workers + 1)
+        self.server = tf.distribute.Server(
+            tf.train.ClusterSpec(task.cluster),
+            job_name="worker",
+            task_index=task.index,
+            config=v1.ConfigProto(inter_op_parallelism_threads=threads),
+        )
+        w0, b0 = tasks.softmax_init(self.x.shape[1], 10, task.seed)
+
+        def model():
+            self.xb = v1.placeholder(tf.float32, [None, self.x.shape[1]])
+            self.yb = v1.placeholder(tf.int32, [None])
+            w = v1.get_variable("w", initializer=w0)
+            b = v1.get_variable("b", initializer=b0)
+            logits = tf.matmul(self.xb, w) + b
+            losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=self.yb, logits=logits)
+            loss = tf.reduce_mean(losses)
+            v1.summary.scalar("loss", loss)
+            return loss
+
+        sync, aggregate = task.sync_replicas, task.replicas_to_aggregate
+        graph = workers.tf1_graph(
+            task.cluster, task.index, model, task.learning_rate, sync, aggregate
+        )
+        global_step, self.loss, opt, self.train_op = graph
+        self.fetches = [self.train_op, self.loss, global_step]
+        # A synchronous worker other than the chief keeps stepping until the chief has gone:
+        # if it stopped at the last step by itself, the chief could wait forever for the
+        # gradient that completes its last round (measured).
+        stop_here = task.is_chief or not sync
+        hooks = [v1.train.StopAtStepHook(last_step=task.train_steps)] if stop_here else []
+        if sync:
+            hooks.append(opt.make_session_run_hook(is_chief=task.is_chief))
+        session = workers.tf1_session(  # the chief's saves checkpoints and summaries
+            self.server.target,
+            task.index,
+            task.is_chief,
+            hooks,
+            threads,
+            checkpoint_dir=task.logdir,
+            save_checkpoint_steps=task.checkpoint_every,
+            save_summaries_steps=task.log_every,
+            log_step_count_steps=0,
+            # after the last step the sync chief's queue runner still waits for a round
+            # that no worker will finish: give it 2 s on close, not 120
+            stop_grace_period_secs=2,
+        )
+        if not task.is_chief:
+            threading.Thread(target=self.leave_with_chief, daemon=True).start()
+        self.session = stack.enter_context(session)  # the chief's saves as it closes
+        self.batches = workers.batches(self.x, self.y, task.batch_size, task.seed + task.index)
+        # the raw session: hooks would add their fetches (summaries need the feed)
+        step = int(
+            self.session.run_step_fn(lambda step_context: step_context.session.run(global_step))
+        )
+        mode = f"sync, {aggregate} of {task.num_workers}" if sync else "async"
+        self.log(
+            f"training with TF1 between-graph replication ({mode}); "
+            f"global step {step} -> {task.train_steps}"
+        )
+        self.started = time.perf_counter()
+        return step
+
+    def advance(self, step: int) -> tuple[int, float]:
+        xs, ys = next(self.batches)
+        _, loss, step = self.session.run(self.fetches, {self.xb: xs, self.yb: ys})
+        self.mine, self.step = self.mine + 1, int(step)
+        return int(step), float(loss)
+
+    def finished(self, step: int) -> bool:
+        return self.session.should_stop()
+
+    def report(self, step: int, loss: float, first: int, seconds: float) -> None:
+        if self.mine % self.task.log_every:
+            return  # the session writes the chief's summaries
+        rate = self.mine / max(time.perf_counter() - self.started, 1e-9)
+        self.log(
+            f"global step {step}/{self.task.train_steps} loss {loss:.4f} "
+            f"({self.mine} steps here, {rate:.0f}/s)"
+        )
+        self.log.record(step=step, loss=loss, mine=self.mine)
+
+    def save(self, step: int) -> None:
+        pass  # the chief's session saves every --checkpoint-every steps
+
+    def end(self, step: int, loss: float) -> None:
+        if self.task.is_chief:  # the session saved a last checkpoint as it closed
+            import tensorflow as tf
+
+            reader = tf.train.load_checkpoint(self.task.logdir)
+            step = int(reader.get_tensor("global_step"))
+            self.finish(step, reader.get_tensor("w"), reader.get_tensor("b"), loss)
+        else:
+            self.report_worker()
+
+    def report_worker(self) -> None:
+        self.log(f"done: {self.mine} steps here; last global step seen {self.step}")
+        self.log.record(done=True, global_step=self.step, mine=self.mine)
+
+    def leave_with_chief(self) -> None:
+        """A worker that is not the chief ends when the chief has gone (started once the
+        session exists: the chief was up, it initialised the variables)."""
+        wait_for_chief(self.task, self.log)
+        self.report_worker()
+        sys.stdout.flush()
+        os._exit(0)
+
+
+# ----------------------------------------------------------------------------- main
+
+FLAVOURS = {"ps_strategy": PSStrategy, "mirrored": Mirrored, "tf1": TF1}
+
+
+def run(task: Task) -> int:
+    """Run the task; return its exit code (0 done, 1 failed or stalled)."""
+    log = Log(task)
+    for note in task.notes:
+        log(f"note: {note}")
+    role = "chief, " if task.is_chief else ""
+    log(f"{role}{task.flavour} flavour, address {task.address}, task from {task.source}")
+    if not task.trains:
+        return serve(task, log)
+    tick = watch(task, log)
+    if task.is_chief:
+        os.makedirs(task.logdir, exist_ok=True)
+    if task.flavour == "ps_strategy":
+        try:
+            cluster.probe(task.peers(), timeout=task.start_timeout)
+        except cluster.ClusterNotReadyError as error:
+            log(f"cannot start: {error}")
+            return EXIT_FAILED
+    return train(tick, FLAVOURS[task.flavour](task, log))
+
+
+def main(argv: list[str], environ=None, prog: str = "python -m dpkit task") -> int:
+    """``python -m dpkit task ARGS``: 0 done, 1 failed or stalled, 2 bad flags (``--help``: 0)."""
+    try:
+        task = launcher.parse(argv, environ, prog=prog)
+    except LaunchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as done:  # --help
+        return done.code or 0
+    return run(task)

@@ -1,0 +1,230 @@
+"""The ``throughput`` program: one run of :class:`dpkit.bench.Config`, in a child of its own.
+
+Started by :func:`dpkit.bench.run` and :class:`dpkit.bench.Sweep` (lesson 05) as
+``python -m dpkit.programs throughput --config JSON``. It sets up ``config.devices``
+devices, builds the model and one training step for the strategy (:func:`make_step`),
+optionally measures the matmul peak (:func:`matmul_peak`), trains, and writes records
+(``_procs.record``), each with an ``"event"`` key:
+
+* ``ready``: devices set up and model built (``num_devices``, ``device_names``,
+  ``device_case``, ``physical_devices``, ``flops_per_example``);
+* ``peak``: the matmul peak (``flops_per_sec``);
+* ``window``: one measurement window of :class:`dpkit.meter.ThroughputMeter`;
+* ``summary``: the meter's summary, at the end.
+
+Exit code 0 after the summary; 4 if the loss stopped being finite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+from dpkit import _checks, _procs, bench
+
+
+def matmul_peak(device: str, size: int | None = None, seconds: float = 1.0) -> float:
+    """FLOP/s of repeated square float32 matmuls on ``device`` (best of a few rounds).
+
+    A large matmul is about the fastest work a device does, so it stands for the peak
+    that model FLOPs utilisation is measured against.
+    """
+    import tensorflow as tf
+
+    size = size or (4096 if "GPU" in device.upper() else 1024)
+    with tf.device(device):
+        a = tf.random.stateless_uniform((size, size), seed=(1, 2))
+        b = tf.random.stateless_uniform((size, size), seed=(3, 4))
+
+        @tf.function
+        def chain(a, b):
+            c = a
+            for _ in range(8):
+                c = tf.matmul(c, b) * (1.0 / size)
+            return tf.reduce_sum(c)
+
+        float(chain(a, b))  # trace and warm up
+        best, start_all = 0.0, time.perf_counter()
+        while True:
+            start = time.perf_counter()
+            float(chain(a, b))
+            best = max(best, 8 * 2 * size**3 / (time.perf_counter() - start))
+            if time.perf_counter() - start_all > seconds:
+                return best
+
+
+def make_step(
+    strategy: str,
+    build,
+    devices,
+    dataset,
+    *,
+    global_batch: int,
+    lr: float = 0.01,
+    steps_per_call: int = 1,
+):
+    """Build a model and one SGD training step for ``strategy`` on ``devices``.
+
+    Args:
+        strategy: ``"single"`` (the whole batch on ``devices[0]``), ``"towers"``
+            (:func:`dpkit.towers.make_tower_train_step`, variables on the CPU) or
+            ``"mirrored"`` (``MirroredStrategy`` and ``strategy.run`` in a ``tf.function``).
+        build: makes the Keras model (called under the right device or strategy scope).
+        devices: device names from ``dpkit.devices.setup``.
+        dataset: an endless ``tf.data.Dataset`` of global batches ``(x, y)``.
+        global_batch: examples per step (the mirrored loss divides by it).
+        lr: the SGD learning rate.
+        steps_per_call: training steps per call of ``step()``. Above 1 the steps run in a
+            ``tf.range`` loop inside one ``tf.function`` that reads its batches from the
+            iterator itself (the idea behind Keras' ``steps_per_execution``), so Python
+            dispatches one call per ``steps_per_call`` steps.
+
+    Returns:
+        ``(step, model)``: ``step()`` trains on the next ``steps_per_call`` batches and
+        returns the last step's loss.
+    """
+    import keras
+    import tensorflow as tf
+
+    from dpkit import towers
+
+    _checks.whole(steps_per_call, "steps_per_call", 1, "e.g. steps_per_call=10")
+    devs = list(devices)
+
+    def calling(one_step, batches):
+        """`one_step(batch)` once per Python call, or `steps_per_call` times in a tf.function."""
+        if steps_per_call == 1:
+            return lambda: one_step(next(batches))
+
+        @tf.function
+        def several(iterator):
+            for _ in tf.range(steps_per_call - 1):
+                one_step(next(iterator))
+            return one_step(next(iterator))
+
+        return lambda: several(batches)
+
+    if strategy == "towers":
+        with towers.variables_on(devs, "cpu"):
+            model = build()
+        tower_step = towers.make_tower_train_step(model, keras.optimizers.SGD(lr), devs)
+        return calling(lambda batch: tower_step(*batch), iter(dataset)), model
+
+    if strategy == "single":
+        with tf.device(devs[0]):
+            model = build()
+        optimizer = keras.optimizers.SGD(lr)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def plain_step(x, y):
+            with tf.device(devs[0]):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x, training=True))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        return calling(lambda batch: plain_step(*batch), iter(dataset)), model
+
+    _checks.one_of(strategy, bench.STRATEGIES, "strategy")
+    mirrored = tf.distribute.MirroredStrategy(devs)
+    with mirrored.scope():
+        model = build()
+        optimizer = keras.optimizers.SGD(lr)
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    batches = iter(mirrored.experimental_distribute_dataset(dataset))
+
+    @tf.function
+    def mirrored_step(batch_xy):
+        def replica(xr, yr):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(
+                    per_example(yr, model(xr, training=True)), global_batch_size=global_batch
+                )
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        return mirrored.reduce("SUM", mirrored.run(replica, args=batch_xy), axis=None)
+
+    return calling(mirrored_step, batches), model
+
+
+def run(config: bench.Config) -> int:
+    """Train ``config`` and write its records; return the exit code."""
+    import keras
+
+    from dpkit import data, devices, meter, models
+
+    setup = devices.setup(config.devices)
+    devs = list(setup.devices)
+    keras.utils.set_random_seed(config.seed)
+    batch = config.global_batch
+    if config.dataset == "synthetic":
+        shape = bench.INPUT_SHAPES[config.model]
+        dataset = data.synthetic(shape, 10, batch_size=batch, seed=config.seed)
+    else:
+        arrays = data.load(config.dataset, seed=config.seed, download=False)
+        shape = tuple(arrays.x_train.shape[1:])
+        dataset = data.make_dataset(
+            arrays.x_train, arrays.y_train, batch, seed=config.seed, repeat=True
+        )
+
+    step, model = make_step(
+        config.strategy,
+        lambda: models.build(config.model, input_shape=shape),
+        devs,
+        dataset,
+        global_batch=batch,
+    )
+
+    _procs.record(
+        event="ready",
+        num_devices=setup.num_devices,
+        device_names=devs,
+        device_case=setup.case,
+        physical_devices=len(setup.physical),
+        flops_per_example=models.flops_per_example(model, training=True),
+    )
+    if config.measure_peak:
+        _procs.record(event="peak", flops_per_sec=matmul_peak(devs[0]))
+    m = meter.ThroughputMeter(
+        batch, warmup_steps=config.warmup_steps, window_steps=config.window_steps
+    )
+    m.start()
+    for _ in range(config.steps):
+        loss = float(step())  # reading the loss waits for the step to finish
+        if not math.isfinite(loss):
+            print(
+                f"the loss became {loss}; throughput of a diverged run means nothing.",
+                file=sys.stderr,
+            )
+            return 4
+        window = m.tick()
+        if window is not None:
+            _procs.record(
+                event="window",
+                index=window.index,
+                step=m.steps,
+                of_steps=config.steps,
+                examples_per_sec=window.examples_per_sec,
+                sec_per_step=window.sec_per_step,
+                loss=loss,
+            )
+    _procs.record(event="summary", **m.summary().as_dict())
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """``throughput --config JSON``: run the :class:`dpkit.bench.Config` given as JSON."""
+    parser = argparse.ArgumentParser(
+        prog="python -m dpkit.programs throughput",
+        description="one dpkit throughput run (started by dpkit.bench.run and bench.Sweep)",
+    )
+    parser.add_argument("--config", required=True, help="the bench.Config as JSON")
+    args = parser.parse_args(argv)
+    return run(bench.Config.from_dict(json.loads(args.config)))

@@ -1,0 +1,300 @@
+"""The ``mwms`` and ``tf1`` programs of lesson 07, and the training pieces lesson 08 shares.
+
+Both run as children of :class:`dpkit.tasks.Group`, one process per task:
+
+* ``mwms`` (:func:`mwms_main`): a ``MultiWorkerMirroredStrategy`` worker training softmax
+  regression on the digits with a custom loop; worker ``w`` takes its slice of every global
+  batch, so the run equals one device on the whole batch. It records the loss per step and
+  saves its final weights to an ``.npz`` file.
+* ``tf1`` (:func:`tf1_main`): a TF1 between-graph replication worker (``replica_device_setter``,
+  plain SGD or ``SyncReplicasOptimizer``) that steps when told to (one line on stdin per
+  step), for the global-step experiment.
+
+The task launcher of lesson 08 (:mod:`dpkit.programs.task`) trains with the same pieces:
+:func:`mirrored_step` (one synchronous all-reduce step), :func:`ps_step` (one asynchronous
+step on a parameter server), :func:`tf1_graph` (the TF1 graph
+under ``replica_device_setter``), :func:`tf1_session` (the TF1 worker's session), and the
+digits as flat arrays (:func:`digits`, :func:`batches`, :func:`accuracy`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+from dpkit import _procs, tasks
+
+# ----------------------------------------------------------------------------- shared pieces
+
+
+def mirrored_step(strategy, w, b, learning_rate: float, global_batch: int, global_step=None):
+    """One ``MultiWorkerMirroredStrategy`` SGD step of softmax regression, as a ``tf.function``.
+
+    ``step(x, y)`` takes this worker's slice of a global batch and returns the loss of the
+    whole global batch: each worker's loss is divided by the *global* batch size, and the
+    gradients are summed over all workers (the all-reduce), so every worker applies the
+    same update, the one a single device would make on the whole batch. ``global_step``
+    (a variable), if given, counts the steps.
+    """
+    import tensorflow as tf
+
+    @tf.function
+    def step(xb, yb):
+        def replica(xb, yb):
+            with tf.GradientTape() as tape:
+                logits = tf.matmul(xb, w) + b
+                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, logits)
+                loss = tf.reduce_sum(losses) / global_batch
+            grads = tape.gradient(loss, [w, b])
+            # the all-reduce: every worker ends up with the sum over all workers
+            grads = tf.distribute.get_replica_context().all_reduce("sum", grads)
+            w.assign_sub(learning_rate * grads[0])
+            b.assign_sub(learning_rate * grads[1])
+            if global_step is not None:
+                global_step.assign_add(1)
+            return loss
+
+        return strategy.reduce("sum", strategy.run(replica, (xb, yb)), axis=None)
+
+    return step
+
+
+def ps_step(strategy, w, b, learning_rate: float, global_step):
+    """One ``ParameterServerStrategy`` SGD step of softmax regression, as a ``tf.function``.
+
+    ``step(iterator)`` runs on a worker, with the worker's next batch; the coordinator
+    schedules it (``coordinator.schedule(step, (iterator,))``). The mean loss of the batch
+    is its own: the workers step asynchronously, each against the variables on the ps.
+    """
+    import tensorflow as tf
+
+    @tf.function
+    def step(iterator):
+        def replica(xb, yb):
+            with tf.GradientTape() as tape:
+                logits = tf.matmul(xb, w) + b
+                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, logits)
+                loss = tf.reduce_mean(losses)
+            gw, gb = tape.gradient(loss, [w, b])
+            w.assign_sub(learning_rate * gw)
+            b.assign_sub(learning_rate * gb)
+            global_step.assign_add(1)
+            return loss
+
+        return strategy.run(replica, next(iterator))
+
+    return step
+
+
+def tf1_graph(cluster: dict, index: int, model, learning_rate: float, sync: bool, replicas=0):
+    """The TF1 graph of worker ``index``: variables on the ps, computation here.
+
+    Args:
+        cluster: ``{"ps": [...], "worker": [...]}``.
+        index: this worker's index.
+        model: called with no arguments under ``replica_device_setter``; makes the variables
+            and returns the loss.
+        learning_rate: of plain SGD.
+        sync: wrap SGD in ``SyncReplicasOptimizer`` (one update per round of gradients).
+        replicas: gradients per round (``0``: one from each worker).
+
+    Returns:
+        ``(global_step, loss, optimizer, train_op)``.
+    """
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    device = v1.train.replica_device_setter(
+        worker_device=f"/job:worker/task:{index}", cluster=tf.train.ClusterSpec(cluster)
+    )
+    with v1.device(device):
+        global_step = v1.train.get_or_create_global_step()
+        loss = model()
+        opt = v1.train.GradientDescentOptimizer(learning_rate)
+        if sync:
+            workers = len(cluster["worker"])
+            opt = v1.train.SyncReplicasOptimizer(
+                opt, replicas_to_aggregate=replicas or workers, total_num_replicas=workers
+            )
+        train_op = opt.minimize(loss, global_step=global_step)
+    return global_step, loss, opt, train_op
+
+
+def tf1_session(master: str, index: int, chief: bool, hooks: list, threads: int = 0, **chief_args):
+    """The session of TF1 worker ``index``: the chief's initialises (and, given
+    ``checkpoint_dir`` etc. in ``chief_args``, saves); the others wait for the chief.
+
+    A worker that starts before the chief has initialised the variables polls every
+    0.5 s, not every 30 s (``WorkerSessionCreator``'s default; the book chapter's
+    ``Supervisor`` was given ``recovery_wait_secs=1`` for the same reason).
+    """
+    import tensorflow as tf
+    from tensorflow.python.training import session_manager
+
+    v1 = tf.compat.v1
+    config = v1.ConfigProto(
+        device_filters=["/job:ps", f"/job:worker/task:{index}"],
+        inter_op_parallelism_threads=threads,
+    )
+    if chief:
+        return v1.train.MonitoredTrainingSession(
+            master=master, is_chief=True, hooks=hooks, config=config, **chief_args
+        )
+
+    class Creator(v1.train.WorkerSessionCreator):
+        def _get_session_manager(self):
+            if not self._session_manager:
+                self._session_manager = session_manager.SessionManager(
+                    local_init_op=self._scaffold.local_init_op,
+                    local_init_feed_dict=self._scaffold.local_init_feed_dict,
+                    ready_op=self._scaffold.ready_op,
+                    ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
+                    graph=v1.get_default_graph(),
+                    recovery_wait_secs=0.5,
+                )
+            return self._session_manager
+
+    return v1.train.MonitoredSession(
+        session_creator=Creator(master=master, config=config), hooks=hooks
+    )
+
+
+def quiet_closed_queue_runners() -> None:
+    """No traceback from a queue-runner thread cancelled because its session closed."""
+    default = threading.excepthook
+
+    def hook(args):
+        if args.exc_type.__name__ == "CancelledError" and "QueueRunner" in args.thread.name:
+            return
+        default(args)
+
+    threading.excepthook = hook
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def digits(seed: int = 0):
+    """``(x_train, y_train, x_test, y_test)``: the digits, flattened."""
+    from dpkit import data
+
+    arrays = data.load("digits", seed=seed)
+    flat = lambda x: x.reshape(len(x), -1).astype("float32")  # noqa: E731
+    return flat(arrays.x_train), arrays.y_train.astype("int32"), flat(arrays.x_test), arrays.y_test
+
+
+def accuracy(w, b, x, y) -> float:
+    """Test accuracy of softmax regression ``(w, b)`` on ``(x, y)``, in NumPy."""
+    import numpy as np
+
+    return float(np.mean(np.argmax(x @ w + b, axis=1) == y))
+
+
+def batches(x, y, batch: int, seed: int):
+    """Endless shuffled batches (a new permutation each epoch)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    while True:
+        order = rng.permutation(len(x))
+        for start in range(0, len(x) - batch + 1, batch):
+            take = order[start : start + batch]
+            yield x[take], y[take]
+
+
+# ----------------------------------------------------------------------------- mwms
+
+
+def mwms_main(argv: list[str]) -> int:
+    """``mwms --out FILE [--steps --global_batch --lr --seed]``; reads ``TF_CONFIG``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m dpkit.programs mwms",
+        description="a MultiWorkerMirroredStrategy worker, reading TF_CONFIG",
+    )
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--global_batch", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, help="where to save the final weights (.npz)")
+    args = parser.parse_args(argv)
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    if "task" not in config:
+        print("the mwms program needs TF_CONFIG with a cluster and a task", file=sys.stderr)
+        return 1
+    workers = len(config["cluster"]["worker"])
+    index = config["task"]["index"]
+    if args.global_batch % workers:
+        print(
+            f"global batch {args.global_batch} does not split over {workers} workers",
+            file=sys.stderr,
+        )
+        return 1
+    import numpy as np
+    import tensorflow as tf
+
+    per_worker = args.global_batch // workers
+    x, y = tasks.digits_batches(args.global_batch, args.steps, args.seed)
+    mine = slice(index * per_worker, (index + 1) * per_worker)
+    x, y = x[:, mine], y[:, mine]  # this worker's slice of every global batch
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    print(f"joined the collective as worker {index} of {workers}", flush=True)
+    w0, b0 = tasks.softmax_init(x.shape[-1], 10, args.seed)
+    with strategy.scope():
+        w, b = tf.Variable(w0), tf.Variable(b0)
+    step = mirrored_step(strategy, w, b, args.lr, args.global_batch)
+    started = time.perf_counter()
+    for i in range(args.steps):
+        loss = float(step(tf.constant(x[i]), tf.constant(y[i])))
+        _procs.record(step=i, loss=loss, seconds=time.perf_counter() - started)
+        if (i + 1) % max(1, args.steps // 4) == 0:
+            print(f"step {i + 1}/{args.steps} loss {loss:.4f}", flush=True)
+    np.savez(args.out, w=w.numpy(), b=b.numpy())
+    _procs.record(done=args.steps, out=args.out)
+    return 0
+
+
+# ----------------------------------------------------------------------------- tf1
+
+
+def tf1_main(argv: list[str]) -> int:
+    """``tf1 --cluster JSON --index I [--steps N] [--sync]``: one step per line on stdin."""
+    parser = argparse.ArgumentParser(
+        prog="python -m dpkit.programs tf1",
+        description="a TF1 between-graph replication worker (started by tasks.Group)",
+    )
+    parser.add_argument("--cluster", required=True, help="the ClusterSpec as JSON")
+    parser.add_argument("--index", type=int, required=True)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--sync", action="store_true", help="use SyncReplicasOptimizer")
+    args = parser.parse_args(argv)
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    v1.disable_eager_execution()
+    spec, index = json.loads(args.cluster), args.index
+    chief = index == 0
+    made = {}
+
+    def model():
+        made["w"] = w = v1.get_variable("w", [4, 1], initializer=v1.zeros_initializer())
+        return tf.reduce_mean((tf.matmul(tf.ones([8, 4]), w) - 1.0) ** 2)
+
+    global_step, loss, opt, train_op = tf1_graph(spec, index, model, 0.01, args.sync)
+    placement = {"global_step": global_step.device, "w": made["w"].device, "loss": loss.device}
+    # num_tokens=0: no token before the first round, so a step returns only once its
+    # round is applied (the default hands out one round of tokens up front)
+    hooks = [opt.make_session_run_hook(is_chief=chief, num_tokens=0)] if args.sync else []
+    with tf1_session("grpc://" + spec["worker"][index], index, chief, hooks) as sess:
+        _procs.record(ready=index, placement=placement)
+        for step in range(args.steps):
+            sys.stdin.readline()  # Group.send: the caller steps the workers together
+            sess.run(train_op)
+            _procs.record(stepped=step)
+        sys.stdin.readline()
+        _procs.record(global_step=int(sess.run(global_step)))
+    return 0

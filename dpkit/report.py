@@ -1,0 +1,360 @@
+"""What a throughput run is, what it measured, and what a sweep says about scaling.
+
+Introduced in lesson 05. :class:`Config` describes one run (model, devices, strategy,
+batch, ...), checked before any process starts; :class:`Result` holds what one run
+measured, or why it failed; :class:`Report` turns the results of a sweep over device
+counts into a table, a plot and a JSON file. :mod:`dpkit.bench` runs the configurations
+(``bench.Report`` is this :class:`Report`).
+
+Scaling, from the results of a sweep:
+
+* speed-up ``S(n) = rate(n) / rate(n0)`` against the smallest device count ``n0``;
+* efficiency ``E(n) = S(n) / (n / n0)``: 1.0 is perfect scaling;
+* strong scaling keeps the global batch fixed (each device gets less work as ``n``
+  grows); weak scaling keeps the per-device batch fixed (the global batch grows);
+* model FLOPs utilisation ``MFU = rate x FLOPs per training example / peak FLOP/s``, the
+  peak measured once with a large matmul on the same hardware.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+from dpkit import _checks
+from dpkit.devices import MAX_DEVICES
+
+STRATEGIES = ("single", "towers", "mirrored")
+MODELS = ("lenet5", "cifar10_cnn", "mnist_mlp")
+DATASETS = ("synthetic", "digits", "mnist", "fashion_mnist", "cifar10")
+
+#: Results file format version (:meth:`Report.save` / :meth:`Report.load`).
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Config:
+    """One throughput run.
+
+    Attributes:
+        model: one of ``MODELS``.
+        devices: how many devices the child sets up (``dpkit.devices.setup``).
+        strategy: ``"single"`` (one device, the plain step), ``"towers"``
+            (:func:`dpkit.towers.make_tower_train_step`) or ``"mirrored"``
+            (``tf.distribute.MirroredStrategy``, custom loop).
+        batch: examples per step: global, or per device when ``per_device`` is true.
+        per_device: whether ``batch`` is per device (weak scaling) or global (strong).
+        dataset: ``"synthetic"`` (one batch from memory: the input pipeline never limits
+            speed) or a dataset name for :func:`dpkit.data.load`.
+        warmup_steps: steps dropped before measuring (tracing, allocation).
+        window_steps: steps per measurement window.
+        windows: measurement windows to run.
+        timeout: seconds the child may take in all (start-up included) before it is killed.
+        seed: seeds weights and data.
+        measure_peak: also measure the hardware's matmul peak (for MFU).
+    """
+
+    model: str = "lenet5"
+    devices: int = 1
+    strategy: str = "towers"
+    batch: int = 256
+    per_device: bool = False
+    dataset: str = "synthetic"
+    warmup_steps: int = 3
+    window_steps: int = 5
+    windows: int = 4
+    timeout: float = 180.0
+    seed: int = 0
+    measure_peak: bool = False
+
+    def __post_init__(self):
+        self.validate()
+
+    @property
+    def global_batch(self) -> int:
+        return self.batch * self.devices if self.per_device else self.batch
+
+    @property
+    def steps(self) -> int:
+        return self.warmup_steps + self.window_steps * self.windows
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the problem and the fix; no TensorFlow involved."""
+        _checks.one_of(self.model, MODELS, "model")
+        _checks.one_of(self.strategy, STRATEGIES, "strategy")
+        _checks.one_of(self.dataset, DATASETS, "dataset")
+        if not _checks.is_whole(self.devices) or not 1 <= self.devices <= MAX_DEVICES:
+            raise ValueError(
+                f"devices must be a whole number from 1 to {MAX_DEVICES}, got "
+                f"{self.devices!r}; e.g. devices=2 (or --devices 1 2 4 on the command line)."
+            )
+        _checks.whole(self.batch, "batch", 1, "e.g. batch=256")
+        for name in ("warmup_steps", "window_steps", "windows"):
+            _checks.whole(
+                getattr(self, name), name, 0 if name == "warmup_steps" else 1, f"e.g. {name}=5"
+            )
+        if self.strategy == "single" and self.devices != 1:
+            raise ValueError(
+                f"strategy 'single' trains on one device, but devices={self.devices}; use "
+                "strategy='towers' or 'mirrored' for several devices (single is the baseline)."
+            )
+        if not self.per_device and self.batch % self.devices:
+            low = self.batch - self.batch % self.devices
+            options = f"{low} or {low + self.devices}" if low else f"{self.devices}"
+            raise ValueError(
+                f"a global batch of {self.batch} does not split evenly over {self.devices} "
+                f"devices; use {options} (a multiple of {self.devices}), or weak scaling "
+                "(a per-device batch) instead."
+            )
+        _checks.positive_seconds(self.timeout, "timeout")
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Config:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ValueError(f"unknown Config field(s) {sorted(unknown)}; known: {sorted(known)}.")
+        return cls(**values)
+
+
+@dataclass
+class Result:
+    """What one run measured (or why it failed).
+
+    Attributes:
+        config: the run's configuration.
+        status: ``"ok"``, ``"failed"`` (crashed), ``"timeout"`` (killed at the timeout)
+            or ``"stopped"`` (killed on request).
+        num_devices: devices the child reports it trained on.
+        device_names: their TensorFlow names.
+        device_case: which ``dpkit.devices.CASES`` applied in the child.
+        physical_devices: physical devices underneath (1 for logical devices).
+        window_rates: examples/sec of each measurement window.
+        examples_per_sec: median over windows.
+        mean_examples_per_sec: mean over windows.
+        spread: ``(max - min) / median`` of the windows.
+        sec_per_step: median seconds per step.
+        flops_per_example: estimated training FLOPs per example (forward + backward).
+        peak_flops_per_sec: matmul peak of one physical device, if measured.
+        error: the tail of the child's stderr when it did not finish.
+        seconds: wall time of the whole child, start-up included.
+        pid: the child's process id.
+    """
+
+    config: Config
+    status: str = "ok"
+    num_devices: int | None = None
+    device_names: list = field(default_factory=list)
+    device_case: str = ""
+    physical_devices: int = 1
+    window_rates: list = field(default_factory=list)
+    examples_per_sec: float | None = None
+    mean_examples_per_sec: float | None = None
+    spread: float | None = None
+    sec_per_step: float | None = None
+    flops_per_example: int | None = None
+    peak_flops_per_sec: float | None = None
+    error: str = ""
+    seconds: float = 0.0
+    pid: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def model_flops_per_sec(self) -> float | None:
+        if self.examples_per_sec is None or self.flops_per_example is None:
+            return None
+        return self.examples_per_sec * self.flops_per_example
+
+    def as_dict(self) -> dict:
+        values = dataclasses.asdict(self)
+        values["config"] = self.config.as_dict()
+        return values
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Result:
+        values = dict(values)
+        values["config"] = Config.from_dict(values["config"])
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+@dataclass
+class Report:
+    """The results of a sweep, with speed-up, efficiency and MFU.
+
+    Attributes:
+        results: one :class:`Result` per device count, in the order they ran.
+        scaling: ``"strong"`` or ``"weak"``.
+        peak_flops_per_sec: matmul peak of one physical device, if measured.
+    """
+
+    results: list = field(default_factory=list)
+    scaling: str = "strong"
+    peak_flops_per_sec: float | None = None
+
+    def rows(self) -> list[dict]:
+        """One dict per result: devices, examples/sec, speed-up, efficiency, MFU, status."""
+        ok = [r for r in self.results if r.ok]
+        base = min(ok, key=lambda r: r.config.devices) if ok else None
+        rows = []
+        for r in self.results:
+            row = {
+                "devices": r.config.devices,
+                "reported_devices": r.num_devices,
+                "global_batch": r.config.global_batch,
+                "status": r.status,
+                "examples_per_sec": r.examples_per_sec,
+                "spread": r.spread,
+                "sec_per_step": r.sec_per_step,
+                "speedup": None,
+                "efficiency": None,
+                "mfu": None,
+            }
+            if r.ok and base is not None:
+                row["speedup"] = r.examples_per_sec / base.examples_per_sec
+                row["efficiency"] = row["speedup"] / (r.config.devices / base.config.devices)
+            if r.ok and self.peak_flops_per_sec and r.model_flops_per_sec:
+                row["mfu"] = r.model_flops_per_sec / (
+                    self.peak_flops_per_sec * max(1, r.physical_devices)
+                )
+            rows.append(row)
+        return rows
+
+    def table(self) -> str:
+        """A plain-text table (what the command line and the text fallback print)."""
+        head = (
+            "devices",
+            "global batch",
+            "examples/sec",
+            "spread",
+            "speed-up",
+            "efficiency",
+            "MFU",
+        )
+        lines = ["  ".join(f"{h:>12s}" for h in head)]
+        for row in self.rows():
+            if row["status"] != "ok":
+                cells = [f"{row['devices']:>12d}", f"{row['global_batch']:>12d}", row["status"]]
+                lines.append("  ".join(cells))
+                continue
+            mfu = f"{row['mfu']:.1%}" if row["mfu"] is not None else "n/a"
+            cells = (
+                f"{row['devices']:d}",
+                f"{row['global_batch']:d}",
+                f"{row['examples_per_sec']:,.0f}",
+                f"{row['spread']:.0%}",
+                f"{row['speedup']:.2f}x",
+                f"{row['efficiency']:.0%}",
+                mfu,
+            )
+            lines.append("  ".join(f"{c:>12s}" for c in cells))
+        if self.peak_flops_per_sec:
+            lines.append(
+                f"matmul peak of one physical device: {self.peak_flops_per_sec / 1e9:.1f} GFLOP/s"
+            )
+        return "\n".join(lines)
+
+    def plot(self, fig=None, *, live: dict | None = None):
+        """Draw throughput per device count, and speed-up against the ideal line.
+
+        Args:
+            fig: a matplotlib ``Figure`` to draw on (cleared first); a new one if ``None``.
+                Uses ``matplotlib.figure.Figure``, not pyplot, so it is safe in a thread.
+            live: ``{devices: [window rates]}`` of runs still going, drawn as dots.
+
+        Returns:
+            The figure.
+        """
+        from matplotlib.figure import Figure
+
+        fig = fig or Figure(figsize=(9, 3.4))
+        fig.clear()
+        ax_rate, ax_speed = fig.subplots(1, 2)
+        rows = [r for r in self.rows() if r["status"] == "ok"]
+        counts = sorted({c.config.devices for c in self.results} | set(live or {}))
+        positions = {n: i for i, n in enumerate(counts)}
+        for row in rows:
+            ax_rate.bar(
+                positions[row["devices"]], row["examples_per_sec"], color="#219ebc", width=0.6
+            )
+        for r in self.results:
+            for rate in r.window_rates:
+                ax_rate.plot(positions[r.config.devices], rate, ".", color="#023047", ms=4)
+        for n, rates in (live or {}).items():
+            for rate in rates:
+                ax_rate.plot(positions[n], rate, "o", color="#fb8500", ms=5)
+        ax_rate.set_xticks(range(len(counts)), [str(n) for n in counts])
+        ax_rate.set_xlabel("devices")
+        ax_rate.set_ylabel("examples / sec")
+        ax_rate.set_title("throughput (bars: median; dots: windows)", fontsize=10)
+        if rows:
+            xs = [r["devices"] for r in rows]
+            n0 = min(xs)
+            top = max(counts) if counts else n0
+            ax_speed.plot([n0, top], [1, top / n0], "--", color="grey", label="ideal")
+            ax_speed.plot(xs, [r["speedup"] for r in rows], "o-", color="#219ebc", label="measured")
+            for r in rows:
+                ax_speed.annotate(
+                    f"{r['efficiency']:.0%}",
+                    (r["devices"], r["speedup"]),
+                    textcoords="offset points",
+                    xytext=(0, 7),
+                    ha="center",
+                    fontsize=8,
+                )
+            ax_speed.legend(fontsize=8, loc="upper left")
+            ax_speed.set_xticks(counts)
+            ax_speed.set_ylim(0, max(top / n0, *(r["speedup"] for r in rows)) * 1.15)
+        ax_speed.set_xlabel("devices")
+        ax_speed.set_ylabel(f"speed-up vs {min(counts) if counts else 1} device(s)")
+        ax_speed.set_title(f"{self.scaling} scaling (labels: efficiency)", fontsize=10)
+        fig.tight_layout()
+        return fig
+
+    def as_dict(self) -> dict:
+        return {
+            "format": FORMAT_VERSION,
+            "scaling": self.scaling,
+            "peak_flops_per_sec": self.peak_flops_per_sec,
+            "results": [r.as_dict() for r in self.results],
+        }
+
+    def save(self, path: str) -> None:
+        """Write the results as JSON, atomically (a crash never leaves half a file)."""
+        path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".bench-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.as_dict(), f, indent=1)
+                f.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path: str) -> Report:
+        """Read results written by :meth:`save`."""
+        with open(path) as f:
+            values = json.load(f)
+        if not isinstance(values, dict) or values.get("format") != FORMAT_VERSION:
+            raise ValueError(
+                f"{path} is not a dpkit bench results file (format {FORMAT_VERSION}); write one "
+                "with Report.save or `python -m dpkit bench --out FILE`."
+            )
+        return cls(
+            results=[Result.from_dict(r) for r in values["results"]],
+            scaling=values["scaling"],
+            peak_flops_per_sec=values["peak_flops_per_sec"],
+        )
