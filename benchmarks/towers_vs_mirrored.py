@@ -31,8 +31,8 @@ import argparse
 import json
 import os
 import platform
+import queue
 import statistics
-import subprocess
 import sys
 import time
 
@@ -68,6 +68,7 @@ def _child(name: str, per_call: int, args) -> int:
     import tensorflow as tf
 
     from dpkit import _procs, bench, data, devices, models
+    from dpkit.programs import throughput
 
     _procs.watch_parent()
     setup = devices.setup(args.devices)
@@ -83,7 +84,7 @@ def _child(name: str, per_call: int, args) -> int:
     # The same warm-up in every child: a few single-device steps of a throwaway model.
     # A fresh process ran the MirroredStrategy loop up to 1.5x slower than one that had
     # trained any model before, so every contender starts from that same state.
-    warm_step, _ = bench.make_step("single", build, devs, dataset, global_batch=args.batch)
+    warm_step, _ = throughput.make_step("single", build, devs, dataset, global_batch=args.batch)
     for _ in range(3):
         float(warm_step())
     calls_per_round = args.steps // per_call
@@ -148,7 +149,7 @@ def _child(name: str, per_call: int, args) -> int:
         return 0
 
     kind = {"single device": "single", "dpkit towers": "towers"}.get(name, "mirrored")
-    step, _ = bench.make_step(
+    step, _ = throughput.make_step(
         kind, build, devs, dataset, global_batch=args.batch, steps_per_call=per_call
     )
     for _ in range(WARMUP_CALLS):
@@ -167,17 +168,16 @@ def _read(child, what: str) -> dict:
     from dpkit import _procs
 
     while True:
-        line = child.stdout.readline()
-        if not line:
+        _, line = child.lines.get()
+        if line is None:
             code = child.wait()
             raise RuntimeError(
                 f"the benchmark child for {what} exited (code {code}) before answering; "
-                f"its stderr:\n{_procs.tail(child.stderr_file)}"
+                f"its stderr:\n{child.tail()}"
             )
-        try:
-            return json.loads(line)
-        except ValueError:
-            continue  # a line some library printed
+        record = _procs.parse_record(line)
+        if record is not None:
+            return record  # anything else is a line some library printed
 
 
 def _machine() -> dict:
@@ -245,9 +245,9 @@ def main(argv=None) -> int:
         for name, k in keys:  # start them all; each warms up while the others start
             argv_child = [sys.executable, os.path.abspath(__file__), "--child", name]
             argv_child += ["--child-per-call", str(k), *common]
-            proc, stderr = _procs.spawn(argv_child, stdin=subprocess.PIPE, text=True)
-            proc.stderr_file = stderr
-            children[(name, k)] = proc
+            children[(name, k)] = _procs.Child(
+                argv_child, name=label[(name, k)], lines=queue.Queue(), stdin=True
+            )
         print(f"started {len(children)} children; building and warming up ...", flush=True)
         info = {key: _read(proc, label[key]) for key, proc in children.items()}
         failed = {key: i["failed"] for key, i in info.items() if "failed" in i}
@@ -255,7 +255,7 @@ def main(argv=None) -> int:
             print(f"NOT MEASURED: {label[key]} failed before its first step: {why}", flush=True)
             if key[0] == "Keras fit + MirroredStrategy":
                 print("  (a known Keras 3 bug: keras-team/keras#19246)", flush=True)
-            _procs.kill_group(children[key])
+            children[key].kill()
         keys = [key for key in keys if key not in failed]
         machine = {**_machine(), **{k: v for k, v in info[keys[0]].items() if k != "ready"}}
         print(
@@ -270,20 +270,16 @@ def main(argv=None) -> int:
         for r in range(args.rounds):
             order = keys[r % len(keys) :] + keys[: r % len(keys)]
             for key in order:
-                proc = children[key]
-                proc.stdin.write("run\n")
-                proc.stdin.flush()
-                seconds[key].append(_read(proc, label[key])["seconds"])
+                children[key].send("run")
+                seconds[key].append(_read(children[key], label[key])["seconds"])
             print(f"  round {r + 1}/{args.rounds} done", flush=True)
         for key in keys:
-            children[key].stdin.write("quit\n")
-            children[key].stdin.flush()
+            children[key].send("quit")
         for key in keys:
             children[key].wait(timeout=120)
     finally:
-        for proc in children.values():
-            _procs.kill_group(proc)
-            proc.stderr_file.close()
+        for child in children.values():
+            child.close()
 
     rate = {key: [args.batch * args.steps / s for s in v] for key, v in seconds.items()}
 
