@@ -8,15 +8,11 @@ before it starts anything (a bad one is a usage error). Exit codes: 0 done, 1 a 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-#: What ``bench`` sweeps without ``--devices`` or ``--up-to``.
-BENCH_DEVICE_COUNTS = (1, 2, 4)
 
 
 def program_name() -> str:
@@ -25,12 +21,13 @@ def program_name() -> str:
     return "dpkit" if name == "dpkit" else "python -m dpkit"
 
 
-# ----------------------------------------------------------------------------- devices
+def _parser(prog: str) -> argparse.ArgumentParser:
+    from dpkit import bench, devices
 
-
-def _add_devices(commands) -> None:
-    from dpkit import devices
-
+    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").partition("\n\n")[2])
+    commands = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", required=True
+    )
     p = commands.add_parser(
         "devices",
         help="show which devices devices.setup(n) gives on this machine",
@@ -48,26 +45,6 @@ def _add_devices(commands) -> None:
     )
     p.set_defaults(prepare=_devices)
 
-
-def _devices(args: argparse.Namespace):
-    from dpkit import devices
-
-    devices.plan(args.n, 0, gpu_memory_mb=args.gpu_memory_mb)  # checks n and the memory
-
-    def work() -> int:
-        print(devices.describe(devices.setup(args.n, gpu_memory_mb=args.gpu_memory_mb)))
-        return EXIT_OK
-
-    return work
-
-
-# ----------------------------------------------------------------------------- bench
-
-
-def _add_bench(commands, prog: str) -> None:
-    from dpkit import bench
-
-    default = {f.name: f.default for f in dataclasses.fields(bench.Config)}
     p = commands.add_parser(
         "bench",
         help="measure throughput on one or several device counts (one child process each)",
@@ -81,14 +58,10 @@ def _add_bench(commands, prog: str) -> None:
     )
     counts = p.add_mutually_exclusive_group()
     counts.add_argument(
-        "--devices",
-        type=int,
-        nargs="+",
-        default=list(BENCH_DEVICE_COUNTS),
-        metavar="N",
-        help=f"device counts (default {' '.join(map(str, BENCH_DEVICE_COUNTS))})",
+        "--devices", type=int, nargs="+", default=[1, 2, 4], metavar="N", help="default 1 2 4"
     )
     counts.add_argument("--up-to", type=int, metavar="N", help="sweep 1, 2, 4, ... up to N devices")
+    default = vars(bench.Config())  # the library's defaults
 
     def option(flag: str, what: str = "", **kwargs):  # a Config field's default is shown
         name = flag[2:].replace("-", "_")
@@ -110,65 +83,6 @@ def _add_bench(commands, prog: str) -> None:
     option("--plot", "plot file (default: the JSON path with .png)", metavar="PNG")
     p.set_defaults(prepare=_bench)
 
-
-def _bench(args: argparse.Namespace):
-    from dpkit import bench
-
-    counts = bench.powers_of_two(args.up_to) if args.up_to is not None else args.devices
-    scaling = "weak" if args.weak else "strong"
-    fields = ("model", "strategy", "batch", "dataset", "warmup_steps", "window_steps", "windows")
-    config = {name: getattr(args, name) for name in (*fields, "timeout")}
-    # Sweep checks every value before any child starts.
-    sweep = bench.Sweep(counts, scaling=scaling, measure_peak=not args.no_peak, **config)
-    return lambda: _run_sweep(sweep, args, counts, scaling)
-
-
-def _run_sweep(sweep, args: argparse.Namespace, counts, scaling: str) -> int:
-    from dpkit import bench, summaries
-
-    first = sweep.configs[0]
-    print(
-        f"{args.model}, {args.strategy}, {scaling} scaling, batch "
-        f"{args.batch} {'per device' if args.weak else 'global'}, devices {counts}; "
-        f"{first.warmup_steps} warm-up steps, then {first.windows} windows of "
-        f"{first.window_steps} steps",
-        flush=True,
-    )
-    stem = args.out or str(
-        summaries.runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json")
-    )
-    interrupted = False
-    try:
-        for event in sweep.events():
-            print(bench.describe_event(event), flush=True)
-    except KeyboardInterrupt:
-        interrupted = True  # the running child is already killed by the runner
-        print("\ninterrupted: the running child was killed; saving what finished.", flush=True)
-    report = sweep.report
-    print("\n" + report.table())
-    if report.results:
-        report.save(stem)
-        png = args.plot or os.path.splitext(stem)[0] + ".png"
-        report.plot().savefig(png, dpi=110)
-        print(f"\nresults: {stem}\nplot:    {png}")
-    for r in report.results:
-        if not r.ok:
-            print(f"\n{r.config.devices} device(s) {r.status}:\n{r.error}", file=sys.stderr)
-    if interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_OK if all(r.ok for r in report.results) else EXIT_FAILED
-
-
-# ----------------------------------------------------------------------------- the router
-
-
-def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").partition("\n\n")[2])
-    commands = parser.add_subparsers(
-        title="commands", dest="command", metavar="COMMAND", required=True
-    )
-    _add_devices(commands)
-    _add_bench(commands, prog)
     commands.add_parser(  # never parsed here: main() hands its arguments to the task program
         "task",
         help=f"run one task of a cluster, from flags or TF_CONFIG ({prog} task --help)",
@@ -177,15 +91,59 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _task(argv: list[str], prog: str, own_process: bool) -> int:
-    from dpkit.programs import task
+def _devices(args: argparse.Namespace):
+    from dpkit import devices
 
-    code = task.main(argv, prog=f"{prog} task")
-    if own_process and "tensorflow" in sys.modules:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)  # skip TensorFlow's slow and noisy teardown, as every dpkit program does
-    return code
+    devices.plan(args.n, 0, gpu_memory_mb=args.gpu_memory_mb)  # checks n and the memory
+
+    def work() -> int:
+        print(devices.describe(devices.setup(args.n, gpu_memory_mb=args.gpu_memory_mb)))
+        return EXIT_OK
+
+    return work
+
+
+def _bench(args: argparse.Namespace):
+    from dpkit import bench, summaries
+
+    counts = bench.powers_of_two(args.up_to) if args.up_to is not None else args.devices
+    fields = ("model", "strategy", "batch", "dataset", "warmup_steps", "window_steps", "windows")
+    config = {name: getattr(args, name) for name in (*fields, "timeout")}
+    scaling = "weak" if args.weak else "strong"
+    sweep = bench.Sweep(counts, scaling=scaling, measure_peak=not args.no_peak, **config)
+
+    def work() -> int:
+        first = sweep.configs[0]
+        print(
+            f"{args.model}, {args.strategy}, {scaling} scaling, batch "
+            f"{args.batch} {'per device' if args.weak else 'global'}, devices {counts}; "
+            f"{first.warmup_steps} warm-up steps, then {first.windows} windows of "
+            f"{first.window_steps} steps",
+            flush=True,
+        )
+        default = summaries.runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json")
+        stem = args.out or str(default)
+        interrupted = False
+        try:
+            sweep.run(lambda event: print(bench.describe_event(event), flush=True))
+        except KeyboardInterrupt:
+            interrupted = True  # the running child is already killed by the runner
+            print("\ninterrupted: the running child was killed; saving what finished.", flush=True)
+        report = sweep.report
+        print("\n" + report.table())
+        if report.results:
+            report.save(stem)
+            png = args.plot or os.path.splitext(stem)[0] + ".png"
+            report.plot().savefig(png, dpi=110)
+            print(f"\nresults: {stem}\nplot:    {png}")
+        for r in report.results:
+            if not r.ok:
+                print(f"\n{r.config.devices} device(s) {r.status}:\n{r.error}", file=sys.stderr)
+        if interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_OK if all(r.ok for r in report.results) else EXIT_FAILED
+
+    return work
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -199,7 +157,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     prog = prog or program_name()
     if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, its exit codes
-        return _task(argv[1:], prog, own_process)
+        from dpkit.programs import task
+
+        code = task.main(argv[1:], prog=f"{prog} task")
+        if own_process and "tensorflow" in sys.modules:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)  # skip TensorFlow's slow and noisy teardown, as every dpkit program does
+        return code
     try:
         args = _parser(prog).parse_args(argv)
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed

@@ -1,15 +1,12 @@
 """Throughput runs and scaling sweeps, each configuration in a fresh child process.
 
 Introduced in lesson 05. TensorFlow fixes its device list once per process, so a run on
-``n`` devices needs a process of its own. :func:`run` starts one child for one
-:class:`~dpkit.report.Config`: the program ``throughput`` (:mod:`dpkit.programs.throughput`),
-which sets up the devices, builds the model, trains, and writes one record per measurement
-window (from :class:`dpkit.meter.ThroughputMeter`) and a final summary. :class:`Sweep` runs
-several device counts in turn and yields :class:`Event` s as they arrive, so the command
-line (``python -m dpkit bench``), the notebook widget (:mod:`dpkit.widgets`) and the
-benchmarks all share this one runner. What the runs measured, and the speed-up, efficiency
-and MFU they give, are in :mod:`dpkit.report` (``Config``, ``Result`` and ``Report`` are
-also here, as ``bench.Config`` and so on).
+``n`` devices needs a process of its own: :func:`run` starts the program ``throughput``
+(:mod:`dpkit.programs.throughput`) for one :class:`Config` and reads what it measures.
+:class:`Sweep` runs several device counts in turn and yields :class:`Event` s as they
+arrive; the command line (``python -m dpkit bench``), the notebook widgets
+(:mod:`dpkit.widgets`) and the benchmarks all share this one runner. ``Config``,
+``Result`` and ``Report`` (speed-up, efficiency, MFU) come from :mod:`dpkit.report`.
 
 Safety: every input is checked before a child starts; a child that crashes, or outlives
 its timeout, is killed and reported as failed with the tail of its stderr; a child runs in
@@ -31,10 +28,7 @@ from dataclasses import dataclass, field
 
 from dpkit import _checks, _procs
 from dpkit.devices import MAX_DEVICES
-from dpkit.report import DATASETS as DATASETS
-from dpkit.report import MODELS as MODELS
-from dpkit.report import STRATEGIES as STRATEGIES
-from dpkit.report import Config, Report, Result
+from dpkit.report import DATASETS, MODELS, STRATEGIES, Config, Report, Result  # noqa: F401
 
 #: Example shape each model trains on with synthetic data.
 INPUT_SHAPES = {"lenet5": (28, 28, 1), "mnist_mlp": (28, 28, 1), "cifar10_cnn": (24, 24, 3)}
@@ -142,9 +136,7 @@ def run(config: Config, *, on_event=None) -> Result:
     for event in _events(config, 0, 1, threading.Event()):
         if on_event is not None:
             on_event(event)
-        if event.kind == "result":
-            return event.result
-    raise AssertionError("unreachable: a run always ends with a result")
+    return event.result  # the last event is always the result
 
 
 def describe_event(event: Event) -> str:
@@ -234,15 +226,10 @@ class Sweep:
         for name in ("devices", "per_device", "measure_peak"):
             if name in config:
                 raise ValueError(f"{name} is set by the sweep; leave it out of the config.")
-        counts = _device_counts(device_counts)
+        weak, peak = scaling == "weak", bool(measure_peak)
         self.configs = [
-            Config(
-                devices=n,
-                per_device=scaling == "weak",
-                measure_peak=bool(measure_peak) and i == 0,
-                **config,
-            )
-            for i, n in enumerate(counts)
+            Config(devices=n, per_device=weak, measure_peak=peak and i == 0, **config)
+            for i, n in enumerate(_device_counts(device_counts))
         ]
         self.report = Report(scaling=scaling)
         self._stop = threading.Event()

@@ -5,24 +5,17 @@ cluster (``ps`` and ``worker`` jobs, an optional ``chief`` slot for the coordina
 free loopback ports and gives you what TensorFlow asks for: the ``ClusterSpec``, a
 cluster resolver for ``ParameterServerStrategy`` and the ``TF_CONFIG`` of any task.
 
-Two modes:
+In ``"process"`` mode (the default) each task is a child process running the ``server``
+program (a TF server cannot be stopped in-process, a process can), up in about a second and
+killed on :meth:`LocalCluster.shutdown`, when the ``with`` block ends (even on an exception
+or an interrupt), at interpreter exit, and by itself when the parent dies; ``kill`` and
+``restart`` stop and restart one task for fault experiments. In ``"in_process"`` mode the
+servers live in this process (:mod:`dpkit.in_process`) and can never be stopped.
 
-* ``"process"`` (the default): each task is a child process running the ``server``
-  program, one ``tf.distribute.Server`` (a TF server cannot be stopped in-process, a
-  process can); a 1 ps + 2 worker cluster is up in about a second. The children are
-  killed on :meth:`LocalCluster.shutdown`, when the ``with`` block ends (normally, on an
-  exception or a kernel interrupt), at interpreter exit, and by themselves when the parent
-  dies. :meth:`LocalCluster.kill` and :meth:`LocalCluster.restart` stop and restart one
-  task (on the same port) for fault experiments.
-* ``"in_process"``: the servers live in the current process (:mod:`dpkit.in_process`).
-  They can never be stopped (:meth:`LocalCluster.shutdown` forgets them; it stops the
-  coordinators in both modes), and a process holds at most one in-process cluster.
-
-Safety: every argument is checked before anything starts; :meth:`LocalCluster.start`
-returns only when every task's port answers, else it raises :class:`ClusterNotReadyError`
-naming the task (``ParameterServerStrategy`` would otherwise block for minutes, deaf to
-Ctrl-C). A TF server has no authentication and listens on all interfaces even when its
-address says ``127.0.0.1``: the first cluster started warns about it once.
+Safety: every argument is checked before anything starts, and a task that does not answer
+raises :class:`ClusterNotReadyError` naming it (``ParameterServerStrategy`` would otherwise
+block for minutes, deaf to Ctrl-C). A TF server has no authentication and listens on all
+interfaces even when its address says ``127.0.0.1``: the first cluster started warns once.
 """
 
 from __future__ import annotations
@@ -36,8 +29,7 @@ from dpkit import _checks, _procs, in_process
 
 MODES = ("process", "in_process")
 
-#: Most tasks (ps + workers + chief) a local cluster may have: each is a process or a set
-#: of server threads on this one machine.
+#: Most tasks (ps + workers + chief) a local cluster may have, all on this one machine.
 MAX_TASKS = 16
 
 #: Exit code of a task child whose port was taken by someone else (the parent retries).
@@ -81,10 +73,6 @@ def parse_task(task) -> tuple[str, int]:
     )
 
 
-def _task_name(task: tuple[str, int]) -> str:
-    return f"{task[0]}:{task[1]}"
-
-
 def probe(addresses: dict, timeout: float = 10.0) -> None:
     """Wait until every address answers, else raise :class:`ClusterNotReadyError`.
 
@@ -99,7 +87,7 @@ def probe(addresses: dict, timeout: float = 10.0) -> None:
     for task, address in addresses.items():
         while not port_answers(address, timeout=min(0.5, max(0.05, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
-                name = task if isinstance(task, str) else _task_name(task)
+                name = task if isinstance(task, str) else f"{task[0]}:{task[1]}"
                 raise ClusterNotReadyError(
                     f"task {name} at {address} is not listening after {timeout:g} s; it did "
                     "not start, crashed or was killed. Restart it (LocalCluster.restart) or "
@@ -159,21 +147,15 @@ class LocalCluster:
                 "each one is a server on this machine); use fewer workers or ps, e.g. "
                 "num_workers=2, num_ps=1."
             )
-        self.start_timeout = _checks.positive(
-            start_timeout,
-            "start_timeout",
-            "e.g. start_timeout=30 (more on a busy machine)",
-            unit="number of seconds",
-        )
+        slow = "e.g. start_timeout=30 (more on a busy machine)"
+        timeout = _checks.positive(start_timeout, "start_timeout", slow, "number of seconds")
+        self.start_timeout = timeout
         self.chief = bool(chief)
         self.host = host
         self.cluster: dict[str, list[str]] = {}
-        self._tasks: dict[tuple[str, int], _procs.Child] = {}
-        self._servers: dict = {}
+        self._tasks: dict[str, _procs.Child] = {}  # by task name, e.g. "worker:1"
         self._coordinators: list = []
         self.started = False
-
-    # -- describing the cluster
 
     @property
     def inter_op_threads_per_task(self) -> int:
@@ -185,13 +167,13 @@ class LocalCluster:
         """
         return max(2, self.num_workers + 1)
 
-    def _job_tasks(self) -> list[tuple[str, int]]:
-        """The tasks that run a server: the ps, then the workers (not the chief)."""
+    def _job_tasks(self) -> list[str]:
+        """The tasks that run a server: ``["ps:0", ..., "worker:0", ...]`` (not the chief)."""
         jobs = [("ps", self.num_ps), ("worker", self.num_workers)]
-        return [(job, i) for job, n in jobs for i in range(n)]
+        return [f"{job}:{i}" for job, n in jobs for i in range(n)]
 
-    def _all_tasks(self) -> list[tuple[str, int]]:
-        return [("chief", 0)] * self.chief + self._job_tasks()
+    def _all_tasks(self) -> list[str]:
+        return ["chief:0"] * self.chief + self._job_tasks()
 
     @property
     def addresses(self) -> dict[str, str]:
@@ -213,10 +195,7 @@ class LocalCluster:
 
     @property
     def resolver(self):
-        """A ``SimpleClusterResolver`` for ``ParameterServerStrategy`` (rpc layer ``grpc``).
-
-        With ``chief=True`` it names the coordinator as task ``chief:0``.
-        """
+        """The resolver for ``ParameterServerStrategy``, naming ``chief:0`` if ``chief=True``."""
         import tensorflow as tf
 
         extra = {"task_type": "chief", "task_id": 0} if self.chief else {}
@@ -249,8 +228,6 @@ class LocalCluster:
                 "call start() first."
             )
 
-    # -- starting and stopping
-
     def __enter__(self) -> LocalCluster:
         return self.start(_warn_level=3)  # the warning names the caller's `with` line
 
@@ -275,8 +252,8 @@ class LocalCluster:
                 self._start_processes()
             else:  # servers in this process: never stopped, so one such cluster at most
                 self._set_cluster({t: free_port(self.host) for t in self._all_tasks()})
-                threads, tasks = self.inter_op_threads_per_task, self._job_tasks()
-                self._servers = in_process.start_servers(self.cluster, tasks, threads, self)
+                tasks = [parse_task(t) for t in self._job_tasks()]
+                in_process.start_servers(self.cluster, tasks, self.inter_op_threads_per_task)
                 probe(self._task_addresses(), timeout=self.start_timeout)
         except BaseException:
             self.shutdown()
@@ -286,20 +263,13 @@ class LocalCluster:
 
     def _start_processes(self) -> None:
         deadline = time.monotonic() + self.start_timeout
-        taken: set[int] = set()
-        ports: dict[tuple[str, int], int] = {}
+        taken, ports = set(), {}  # ports taken by others; {task: port}
         for _ in range(PORT_ATTEMPTS):
             for t in self._all_tasks():
                 if t not in ports or ports[t] in taken:
                     ports[t] = free_port(self.host)
             self._set_cluster(ports)
-            failed = self._spawn(self._job_tasks(), deadline)
-            busy = {t for t, code in failed.items() if code == EXIT_PORT_TAKEN}
-            for t in set(failed) - busy:
-                raise ClusterNotReadyError(
-                    f"task {_task_name(t)} exited with code {failed[t]} while starting; its "
-                    f"stderr: {self._tasks[t].tail() or '(empty)'}"
-                )
+            busy = self._spawn(self._job_tasks(), deadline, retry=True)
             if not busy:
                 probe(self._task_addresses(), timeout=max(0.1, deadline - time.monotonic()))
                 return
@@ -313,19 +283,19 @@ class LocalCluster:
 
     def _set_cluster(self, ports: dict) -> None:
         self.cluster = {}
-        for job, i in self._all_tasks():
-            self.cluster.setdefault(job, []).append(f"{self.host}:{ports[(job, i)]}")
+        for t in self._all_tasks():
+            self.cluster.setdefault(t.split(":")[0], []).append(f"{self.host}:{ports[t]}")
 
     def _task_addresses(self) -> dict:
-        return {t: self.cluster[t[0]][t[1]] for t in self._job_tasks()}
+        return {t: a for t, a in self.addresses.items() if t != "chief:0"}
 
-    def _spawn(self, tasks: list, deadline: float) -> dict:
-        """Start each task's ``server`` program, await its ready record; ``{task: exit code}``."""
-        lines, waiting, failed = queue.Queue(), {}, {}
+    def _spawn(self, tasks: list, deadline: float, retry: bool = False) -> set:
+        """Start the tasks' ``server`` programs, await them; those whose port was taken (retry)."""
+        lines, waiting, busy = queue.Queue(), {}, set()
         for t in tasks:
-            args = (json.dumps(self.cluster), *t, self.inter_op_threads_per_task)
+            args = (json.dumps(self.cluster), *t.split(":"), self.inter_op_threads_per_task)
             argv = _procs.program_argv("server", *args)
-            self._tasks[t] = _procs.Child(argv, name=_task_name(t), kind="cluster", lines=lines)
+            self._tasks[t] = _procs.Child(argv, name=t, kind="cluster", lines=lines)
             waiting[self._tasks[t]] = t
         while waiting:
             remaining = deadline - time.monotonic()
@@ -341,10 +311,17 @@ class LocalCluster:
             except queue.Empty:
                 continue
             if child in waiting and line is None:  # its stdout ended: it exited
-                failed[waiting.pop(child)] = child.wait()
+                t, code = waiting.pop(child), child.wait()
+                if code != EXIT_PORT_TAKEN or not retry:
+                    raise ClusterNotReadyError(
+                        f"task {t} exited with code {code} while starting on {self.addresses[t]} "
+                        f"({EXIT_PORT_TAKEN} means its port is taken); its stderr: "
+                        f"{child.tail() or '(empty)'}"
+                    )
+                busy.add(t)
             elif child in waiting and (_procs.parse_record(line) or {}).get("ready"):
                 waiting.pop(child)
-        return failed
+        return busy
 
     def check(self, timeout: float = 5.0) -> None:
         """Raise :class:`ClusterNotReadyError` unless every task answers within ``timeout``."""
@@ -389,42 +366,30 @@ class LocalCluster:
             The new PID.
 
         Raises:
-            ClusterNotReadyError: it did not come back within ``timeout`` (default
-                ``start_timeout``).
+            ClusterNotReadyError: not back within ``timeout`` (default ``start_timeout``).
         """
         t = self._fault_task(task)
         self._close([t])
         timeout = self.start_timeout if timeout is None else timeout
-        failed = self._spawn([t], time.monotonic() + timeout)
-        if failed:
-            raise ClusterNotReadyError(
-                f"task {_task_name(t)} did not restart on {self.cluster[t[0]][t[1]]} (exit "
-                f"code {failed[t]}; {EXIT_PORT_TAKEN} means the port is taken): "
-                f"{self._tasks[t].tail() or '(empty stderr)'}"
-            )
-        probe({t: self.cluster[t[0]][t[1]]}, timeout=timeout)
+        self._spawn([t], time.monotonic() + timeout)
+        probe({t: self.addresses[t]}, timeout=timeout)
         return self._tasks[t].pid
 
-    def _fault_task(self, task) -> tuple[str, int]:
+    def _fault_task(self, task) -> str:
         self._need_started()
         if self.mode != "process":
             raise RuntimeError(
                 "in-process servers cannot be stopped or restarted; use "
                 "LocalCluster(..., mode='process') for fault experiments."
             )
-        t = parse_task(task)
+        t = "{}:{}".format(*parse_task(task))
         if t not in self._job_tasks():
-            raise ValueError(
-                f"no task {_task_name(t)} in this cluster; it has "
-                f"{sorted(map(_task_name, self._job_tasks()))}."
-            )
+            raise ValueError(f"no task {t} in this cluster; it has {sorted(self._job_tasks())}.")
         return t
 
     def _close(self, tasks) -> None:
-        for t in list(tasks):
-            child = self._tasks.pop(t, None)
-            if child is not None:
-                child.close()
+        for t in [t for t in tasks if t in self._tasks]:
+            self._tasks.pop(t).close()
 
     def shutdown(self) -> None:
         """Stop the coordinators made by :meth:`make_coordinator` and kill every task.
@@ -437,7 +402,6 @@ class LocalCluster:
         for coordinator in made:
             in_process.stop_coordinator(coordinator)
         self._close(self._tasks)
-        self._servers = {}
         self.started = False
 
     def __repr__(self) -> str:

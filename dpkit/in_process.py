@@ -1,14 +1,7 @@
 """What TensorFlow starts in this process and cannot stop: servers and coordinator threads.
 
-Introduced in lesson 07, behind :class:`dpkit.cluster.LocalCluster`:
-
-* :func:`start_servers`: the ``"in_process"`` mode, servers in the current process like
-  the TensorFlow tutorial's ``create_in_process_cluster``. A ``tf.distribute.Server``
-  can never be stopped, so a process holds at most one such cluster.
-* :func:`stop_coordinator`: the threads of a ``ClusterCoordinator``, which TensorFlow has
-  no public way to stop. Its worker threads end, except the thread of a worker you
-  killed, which waits inside TensorFlow for it to come back and is left as a daemon
-  thread that dies with the process.
+Introduced in lesson 07, behind :class:`dpkit.cluster.LocalCluster`: its ``"in_process"``
+mode (:func:`start_servers`) and its ``shutdown`` (:func:`stop_coordinator`).
 """
 
 from __future__ import annotations
@@ -16,27 +9,25 @@ from __future__ import annotations
 import threading
 import time
 
-_holder = None  # what holds this process's in-process servers, if anything does
+_servers: dict | None = None  # this process's in-process servers, once started
 
 
-def start_servers(cluster: dict, tasks: list, inter_op_threads: int, holder) -> dict:
-    """Start a ``tf.distribute.Server`` for each task of ``cluster`` in this process.
+def start_servers(cluster: dict, tasks: list, inter_op_threads: int) -> dict:
+    """Start a ``tf.distribute.Server`` per task in this process (as TensorFlow's tutorial does).
 
     Args:
         cluster: ``{job: ["host:port", ...]}``.
         tasks: the ``(job, index)`` tasks to serve.
-        inter_op_threads: every server's (the ps too) inter-op threads; with fewer than
-            ``num_workers + 1`` training deadlocks on a 2-core machine.
-        holder: what holds them (a ``LocalCluster``); a second holder is refused.
+        inter_op_threads: every server's (the ps too), ``LocalCluster.inter_op_threads_per_task``.
 
     Returns:
         ``{task: server}``; the servers serve until the process ends.
 
     Raises:
-        RuntimeError: this process already holds in-process servers.
+        RuntimeError: this process already holds in-process servers (never stopped).
     """
-    global _holder
-    if _holder is not None:
+    global _servers
+    if _servers is not None:
         raise RuntimeError(
             "this process already holds an in-process cluster and its servers cannot be "
             "stopped; reuse it, restart the kernel, or use mode='process'."
@@ -45,23 +36,22 @@ def start_servers(cluster: dict, tasks: list, inter_op_threads: int, holder) -> 
 
     spec = tf.train.ClusterSpec(cluster)
     config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=inter_op_threads)
-    servers = {
+    _servers = {
         (job, index): tf.distribute.Server(
             spec, job_name=job, task_index=index, protocol="grpc", config=config, start=True
         )
         for job, index in tasks
     }
-    _holder = holder
-    return servers
+    return _servers
 
 
 def stop_coordinator(coordinator, timeout: float = 5.0) -> list[str]:
     """Stop a ClusterCoordinator's threads as far as TensorFlow lets us; return those left.
 
-    This uses ``_cluster`` (private, TF 2.21). Worker threads stop once the closure queue
-    is closed. The failure handler's ``stop`` can block for minutes while it waits for a
-    killed worker to come back, so it runs in a daemon thread and is abandoned after
-    ``timeout``; its threads are daemons and die with the process.
+    TensorFlow has no public way to stop them, so this uses ``_cluster`` (private, TF 2.21).
+    Worker threads stop once the closure queue is closed. The failure handler's ``stop`` can
+    block for minutes while it waits for a killed worker to come back, so it runs in a
+    daemon thread and is abandoned after ``timeout``; its threads die with the process.
     """
     try:
         cluster = coordinator._cluster

@@ -1,15 +1,14 @@
 """One task of a real cluster, read and checked: what ``python -m dpkit task`` runs (lesson 08).
 
-The same program runs as every task of a cluster, started by hand on each machine, by a
-shell loop, by :class:`dpkit.tasks.Group` from a notebook, or by Kubernetes. Each task
-learns who it is either from flags (the TF1 tutorials' command line)::
+The same program runs as every task of a cluster (started by hand on each machine, by a shell
+loop, by :class:`dpkit.tasks.Group` or by Kubernetes). A task learns who it is from flags, the
+TF1 tutorials' command line (TF1's ``--job_name`` works as well as ``--job-name``)::
 
     python -m dpkit task --job-name=ps     --task-index=0 --ps-hosts=10.0.0.1:2222 \\
         --worker-hosts=10.0.0.2:2222,10.0.0.3:2222 --chief-hosts=10.0.0.4:2222
     python -m dpkit task --job-name=worker --task-index=1 ...   # same host lists everywhere
 
-(every flag also takes TF1's spelling with underscores: ``--job_name``, ``--task_index``,
-``--ps_hosts``, ...) or from ``TF_CONFIG`` (what Kubeflow's TFJob sets in every pod)::
+or from ``TF_CONFIG``, what Kubeflow's TFJob sets in every pod::
 
     TF_CONFIG='{"cluster": {...}, "task": {"type": "worker", "index": 1}}' python -m dpkit task
 
@@ -22,9 +21,8 @@ The shape of the cluster decides the *flavour* (all train softmax regression on 
 * ps + workers with ``--tf1``: ``tf1``, TF1 between-graph replication, worker 0 the chief;
   ``--sync-replicas`` adds ``SyncReplicasOptimizer``.
 
-This module reads and checks the task (:func:`parse` gives a :class:`Task`) before
-TensorFlow is imported: bad or inconsistent flags raise :class:`LaunchError` naming the
-problem and the fix (exit code 2). The program :mod:`dpkit.programs.task` then trains.
+:func:`parse` checks it all before TensorFlow is imported (a :class:`LaunchError` names the
+problem and the fix); the program :mod:`dpkit.programs.task` trains.
 """
 
 from __future__ import annotations
@@ -39,26 +37,17 @@ from dpkit import _checks
 
 JOBS = ("chief", "ps", "worker")
 PORT = 2222  # the port TensorFlow's examples and Kubeflow's TFJob use
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-#: Set (to anything) by :class:`dpkit.tasks.Group`: log lines carry no task prefix and
-#: results also go out as JSON records.
-RECORDS_VARIABLE = "DPKIT_RECORDS"
-
-# the defaults of the training flags (and of :class:`Task`)
-TRAIN_STEPS, BATCH_SIZE, LEARNING_RATE, SEED, LOGDIR = 200, 64, 0.5, 0, os.path.join("runs", "task")
-CHECKPOINT_EVERY, LOG_EVERY, START_TIMEOUT, STALL_TIMEOUT = 50, 20, 60.0, 60.0
-
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$")
 
 
-class LaunchError(ValueError):
+class LaunchError(argparse.ArgumentTypeError, ValueError):  # argparse keeps its message
     """Flags or ``TF_CONFIG`` that cannot describe a task (the message says how to fix it)."""
 
 
 @dataclasses.dataclass
 class Task:
-    """Who this process is and what it will do (see :func:`parse`)."""
+    """Who this process is and what it will do (see :func:`parse`); the training settings'
+    defaults are those of the flags."""
 
     job: str
     index: int
@@ -66,15 +55,15 @@ class Task:
     flavour: str  # "ps_strategy", "mirrored" or "tf1"
     sync_replicas: bool = False
     replicas_to_aggregate: int = 0
-    train_steps: int = TRAIN_STEPS
-    batch_size: int = BATCH_SIZE
-    learning_rate: float = LEARNING_RATE
-    seed: int = SEED
-    logdir: str = LOGDIR
-    checkpoint_every: int = CHECKPOINT_EVERY
-    log_every: int = LOG_EVERY
-    start_timeout: float = START_TIMEOUT
-    stall_timeout: float = STALL_TIMEOUT
+    train_steps: int = 200
+    batch_size: int = 64
+    learning_rate: float = 0.5
+    seed: int = 0
+    logdir: str = os.path.join("runs", "task")
+    checkpoint_every: int = 50
+    log_every: int = 20
+    start_timeout: float = 60.0
+    stall_timeout: float = 60.0
     source: str = "flags"  # or "TF_CONFIG"
     notes: list[str] = dataclasses.field(default_factory=list)
 
@@ -104,39 +93,26 @@ class Task:
     def num_workers(self) -> int:
         return len(self.cluster.get("worker", ()))
 
-    def address_of(self, name: str) -> str:
-        job, _, index = name.partition(":")
-        return self.cluster[job][int(index)]
-
     def peers(self) -> dict[str, str]:
         """``{"ps:0": address, ...}`` of every other task."""
-        return {
-            f"{job}:{i}": a
-            for job, addresses in self.cluster.items()
-            for i, a in enumerate(addresses)
-            if (job, i) != (self.job, self.index)
-        }
+        return {name: a for name, a in _addresses(self.cluster).items() if name != self.name}
 
     def tf_config(self) -> str:
         """This task as ``TF_CONFIG`` JSON."""
-        return json.dumps(
-            {"cluster": self.cluster, "task": {"type": self.job, "index": self.index}}
-        )
+        task = {"type": self.job, "index": self.index}
+        return json.dumps({"cluster": self.cluster, "task": task})
 
 
 # ----------------------------------------------------------------------------- addresses
 
 
-def _example(flag=None) -> str:
-    flag = flag or _Spelling([])
+def _addresses(cluster: dict) -> dict[str, str]:
+    """``{"ps:0": address, ...}`` of every task of ``cluster``."""
+    return {f"{j}:{i}": a for j, addresses in cluster.items() for i, a in enumerate(addresses)}
+
+
+def _example(flag=lambda name: f"--{name}") -> str:
     return f"{flag('ps-hosts')}=10.0.0.1:2222 {flag('worker-hosts')}=10.0.0.2:2222,10.0.0.3:2222"
-
-
-def parse_hosts(text: str | None, flag: str) -> list[str]:
-    """``"a:2222,b:2222"`` -> ``["a:2222", "b:2222"]``, each checked (``flag`` names it)."""
-    if text is None or not text.strip():
-        return []
-    return [check_address(entry.strip(), flag) for entry in text.split(",")]
 
 
 def check_address(entry: str, where: str) -> str:
@@ -223,19 +199,7 @@ def _hosts(text: str, flag: str, example: str) -> list[str]:
         raise LaunchError(
             f"{flag} is empty; list HOST:PORT entries, e.g. {example}, or leave the flag out."
         )
-    return parse_hosts(text, flag)
-
-
-def _type(convert, flag: str, *args):
-    """An argparse ``type=``: ``convert(text, flag, *args)``; a LaunchError is argparse's."""
-
-    def typed(text):
-        try:
-            return convert(text, flag, *args)
-        except LaunchError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return typed
+    return [check_address(entry.strip(), flag) for entry in text.split(",")]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -261,13 +225,14 @@ def _parser(prog: str, flag: _Spelling) -> argparse.ArgumentParser:
         exit_on_error=False,
     )
 
-    def add(group, name, help, convert=None, *args, **kwargs):  # --job-name and TF1's --job_name
-        typed = {"type": _type(convert, flag(name), *args)} if convert else {}
-        underscored = f"--{name.replace('-', '_')}"
-        aliases = [underscored] if underscored != f"--{name}" else []
-        if kwargs.get("action") is None:
-            kwargs.setdefault("metavar", name.split("-")[-1].upper())
-        group.add_argument(f"--{name}", *aliases, help=help, **typed, **kwargs)
+    def add(group, name, help, convert=None, *args, **kwargs):
+        if convert:
+            kwargs["type"] = lambda text: convert(text, flag(name), *args)
+        if "action" not in kwargs:  # a training setting's default is Task's
+            kwargs.update(metavar=name.split("-")[-1].upper())
+            kwargs.update(default=getattr(Task, name.replace("-", "_"), None))
+        spellings = dict.fromkeys([f"--{name}", f"--{name.replace('-', '_')}"])  # and TF1's
+        group.add_argument(*spellings, help=help, **kwargs)
 
     who = p.add_argument_group("the task (or set TF_CONFIG instead)")
     add(who, "job-name", "ps, worker or chief", _job)
@@ -278,27 +243,19 @@ def _parser(prog: str, flag: _Spelling) -> argparse.ArgumentParser:
     add(how, "tf1", "TF1 between-graph replication", action="store_true")
     add(how, "sync-replicas", "with --tf1: SyncReplicasOptimizer", action="store_true")
     gradients = "with --sync-replicas: gradients per update [0: the number of workers]"
-    add(how, "replicas-to-aggregate", gradients, _whole, 0, default=0)
-    for name, minimum, default, help in [
-        ("train-steps", 1, TRAIN_STEPS, "global steps to train"),
-        ("batch-size", 1, BATCH_SIZE, "examples per step"),
-        ("seed", 0, SEED, "seed of the weights and the data order"),
-        ("checkpoint-every", 1, CHECKPOINT_EVERY, "steps between checkpoints"),
-        ("log-every", 1, LOG_EVERY, "steps between progress lines"),
+    add(how, "replicas-to-aggregate", gradients, _whole, 0)
+    for name, help, *check in [
+        ("train-steps", "global steps to train", _whole, 1),
+        ("batch-size", "examples per step", _whole, 1),
+        ("seed", "seed of the weights and the data order", _whole, 0),
+        ("checkpoint-every", "steps between checkpoints", _whole, 1),
+        ("log-every", "steps between progress lines", _whole, 1),
+        ("learning-rate", "SGD learning rate", _positive),
+        ("start-timeout", "seconds to wait for the other tasks", _positive),
+        ("stall-timeout", "seconds without progress before the task gives up", _positive),
     ]:
-        add(how, name, f"{help} [%(default)s]", _whole, minimum, default=default)
-    for name, default, help in [
-        ("learning-rate", LEARNING_RATE, "SGD learning rate"),
-        ("start-timeout", START_TIMEOUT, "seconds to wait for the other tasks"),
-        ("stall-timeout", STALL_TIMEOUT, "seconds without progress before the task gives up"),
-    ]:
-        add(how, name, f"{help} [%(default)g]", _positive, default=default)
-    add(
-        how,
-        "logdir",
-        "checkpoints and TensorBoard logs (the chief's) [%(default)s]",
-        default=LOGDIR,
-    )
+        add(how, name, f"{help} [%(default)g]", *check)
+    add(how, "logdir", "checkpoints and TensorBoard logs (the chief's) [%(default)s]")
     return p
 
 
@@ -351,18 +308,6 @@ def parse(
             f"(e.g. {flag('job-name')}=worker {flag('task-index')}=0 {_example(flag)}), or set "
             "TF_CONFIG."
         )
-
-    owners: dict[str, list[str]] = {}
-    for j, addresses in cluster.items():
-        for i, address in enumerate(addresses):
-            owners.setdefault(address, []).append(f"{j}:{i}")
-    for address, names in owners.items():
-        if len(names) > 1:
-            raise LaunchError(
-                f"the address {address} is given to {' and '.join(names)}; every task needs "
-                "an address of its own (another port, or another host)."
-            )
-
     flavour = _flavour(cluster, args, flag, notes)
     fields = {f.name for f in dataclasses.fields(Task)}  # the training flags, by their names
     settings = {name: value for name, value in vars(args).items() if name in fields}
@@ -418,13 +363,12 @@ def _from_tf_config(text: str, flag: _Spelling) -> tuple[str, int, dict]:
         if name not in JOBS:
             hint = " ('master' is called 'chief' now)" if name == "master" else ""
             raise LaunchError(f"TF_CONFIG cluster job {name!r} is not ps, worker or chief{hint}.")
-        if isinstance(hosts, str) or not isinstance(hosts, list):
+        if not isinstance(hosts, list):
             raise LaunchError(
                 f'TF_CONFIG cluster job {name!r} must be a list of "HOST:PORT" strings.'
             )
-        checked = [check_address(h, f"TF_CONFIG cluster {name!r}") for h in hosts]
-        if checked:
-            cluster[name] = checked
+        if hosts:
+            cluster[name] = [check_address(h, f"TF_CONFIG cluster {name!r}") for h in hosts]
     _check_cluster(cluster, job, index, lambda j: f"TF_CONFIG cluster {j!r}", flag)
     return job, index, cluster
 
@@ -451,6 +395,14 @@ def _check_cluster(cluster: dict, job: str, index: int, where, flag: _Spelling) 
             f"task index {index} is out of range: {where(job)} lists {count} {job} task(s), "
             f"so the index is 0-{count - 1}."
         )
+    tasks = _addresses(cluster)
+    for address in dict.fromkeys(tasks.values()):
+        names = [name for name, a in tasks.items() if a == address]
+        if len(names) > 1:
+            raise LaunchError(
+                f"the address {address} is given to {' and '.join(names)}; every task needs "
+                "an address of its own (another port, or another host)."
+            )
 
 
 def _flavour(cluster: dict, args, flag: _Spelling, notes: list[str]) -> str:

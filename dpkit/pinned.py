@@ -20,8 +20,7 @@ round asks every contender in turn for one window of ``window_steps`` steps whil
 others wait idle on their stdin. Ratios are taken per round (under the same load on the
 machine) and summarised by their median and range.
 
-Where the operating system cannot pin (macOS has no ``sched_setaffinity``) the workers
-still run as separate processes with one thread each, unpinned, and the result says so.
+Where the system cannot pin (macOS has no ``sched_setaffinity``) the workers run unpinned.
 """
 
 from __future__ import annotations
@@ -32,9 +31,6 @@ import statistics
 from dataclasses import dataclass, field
 
 from dpkit import _checks, _procs, bench, tasks
-
-#: Models the workers can train (names for :func:`dpkit.models.build`).
-MODELS = bench.MODELS
 
 BASELINE = "1 process, 1 thread"
 
@@ -146,10 +142,9 @@ class Comparison:
 
 
 def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, timeout):
-    _checks.one_of(model, MODELS, "model")
+    _checks.one_of(model, bench.MODELS, "model")
     cores = usable_cores()
-    if workers is None:
-        workers = len(cores)
+    workers = len(cores) if workers is None else workers
     _checks.whole(workers, "workers", 2, "e.g. workers=2 (one per core)")
     if workers > len(cores):
         raise ValueError(
@@ -184,7 +179,7 @@ def compare(
     """Measure one thread, all threads in one process, and pinned worker processes.
 
     Args:
-        model: one of :data:`MODELS`.
+        model: one of :data:`dpkit.bench.MODELS`.
         global_batch: examples per step, the same for every contender (strong scaling);
             each pinned worker takes ``global_batch / workers`` of them.
         workers: cores to use (default: every core this process may use; at least 2).
@@ -208,31 +203,23 @@ def compare(
     )
     pin = can_pin()
     names = contender_names(workers)
-    # (processes, cores to pin to or None, intra-op threads)
-    plan = {
-        names[0]: (1, cores[:1], 1),
-        names[1]: (1, None, workers),
-        names[2]: (workers, cores, 1),
-    }
+    # each contender's processes, cores to pin them to (None: unpinned) and intra-op threads
+    plan = dict(zip(names, [(1, cores[:1], 1), (1, None, workers), (workers, cores, 1)]))
     common = ["--model", model, "--global_batch", global_batch, "--seed", seed]
     common += ["--warmup_steps", warmup_steps]
     say = echo or (lambda line: None)
     result = Comparison(model, int(global_batch), workers, int(window_steps), pinned=pin)
-    result.cores, result.threads = cores, {n: plan[n][2] for n in names}
+    result.cores, result.threads = cores, {name: plan[name][2] for name in names}
     with tasks.Group(timeout=timeout, echo=None) as group:
         tasks_of = {}
         for name, (procs, pin_to, threads) in plan.items():
             hosts = [f"127.0.0.1:{_procs.free_port()}" for _ in range(procs)]
-            tasks_of[name] = []
-            for i in range(procs):
-                task = f"{name} #{i}" if procs > 1 else name
-                env = {}
-                if procs > 1:
-                    spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
-                    env["TF_CONFIG"] = json.dumps(spec)
+            tasks_of[name] = [f"{name} #{i}" if procs > 1 else name for i in range(procs)]
+            for i, task in enumerate(tasks_of[name]):
+                spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
+                env = {"TF_CONFIG": json.dumps(spec)} if procs > 1 else {}
                 core = pin_to[i] if (pin and pin_to) else -1
                 group.start(task, "pinned", *common, "--core", core, "--threads", threads, env=env)
-                tasks_of[name].append(task)
         say(f"started {sum(len(t) for t in tasks_of.values())} processes; warming up")
         for name, members in tasks_of.items():
             for task in members:
@@ -248,13 +235,8 @@ def compare(
                 windows = [group.wait_for(task, "seconds") for task in members]
                 # the window ends when the slowest worker is done
                 result.seconds[name].append(max(w["seconds"] for w in windows))
-            say(
-                f"  round {r + 1}/{rounds}: "
-                + ", ".join(
-                    f"{n} {global_batch * window_steps / result.seconds[n][-1]:,.0f}" for n in names
-                )
-                + " examples/sec"
-            )
+            rates = ", ".join(f"{name} {result.rates(name)[-1]:,.0f}" for name in names)
+            say(f"  round {r + 1}/{rounds}: {rates} examples/sec")
         for name, members in tasks_of.items():
             for task in members:
                 group.send(task, "checksum")

@@ -1,10 +1,7 @@
 """What a throughput run is, what it measured, and what a sweep says about scaling.
 
-Introduced in lesson 05. :class:`Config` describes one run (model, devices, strategy,
-batch, ...), checked before any process starts; :class:`Result` holds what one run
-measured, or why it failed; :class:`Report` turns the results of a sweep over device
-counts into a table, a plot and a JSON file. :mod:`dpkit.bench` runs the configurations
-(``bench.Report`` is this :class:`Report`).
+Introduced in lesson 05: a :class:`Config` per run, the :class:`Result` of each, and the
+:class:`Report` of a sweep (a table, a plot, a JSON file). :mod:`dpkit.bench` runs them.
 
 Scaling, from the results of a sweep:
 
@@ -30,6 +27,9 @@ from dpkit.devices import MAX_DEVICES
 STRATEGIES = ("single", "towers", "mirrored")
 MODELS = ("lenet5", "cifar10_cnn", "mnist_mlp")
 DATASETS = ("synthetic", "digits", "mnist", "fashion_mnist", "cifar10")
+
+#: The results table's column heads (:meth:`Report.table`, and the notebook's HTML table).
+COLUMNS = ("devices", "global batch", "examples/sec", "spread", "speed-up", "efficiency", "MFU")
 
 #: Results file format version (:meth:`Report.save` / :meth:`Report.load`).
 FORMAT_VERSION = 1
@@ -92,10 +92,9 @@ class Config:
                 f"{self.devices!r}; e.g. devices=2 (or --devices 1 2 4 on the command line)."
             )
         _checks.whole(self.batch, "batch", 1, "e.g. batch=256")
-        for name in ("warmup_steps", "window_steps", "windows"):
-            _checks.whole(
-                getattr(self, name), name, 0 if name == "warmup_steps" else 1, f"e.g. {name}=5"
-            )
+        _checks.whole(self.warmup_steps, "warmup_steps", 0, "e.g. warmup_steps=5")
+        _checks.whole(self.window_steps, "window_steps", 1, "e.g. window_steps=5")
+        _checks.whole(self.windows, "windows", 1, "e.g. windows=5")
         if self.strategy == "single" and self.devices != 1:
             raise ValueError(
                 f"strategy 'single' trains on one device, but devices={self.devices}; use "
@@ -215,9 +214,7 @@ class Report:
                 "examples_per_sec": r.examples_per_sec,
                 "spread": r.spread,
                 "sec_per_step": r.sec_per_step,
-                "speedup": None,
-                "efficiency": None,
-                "mfu": None,
+                **dict.fromkeys(("speedup", "efficiency", "mfu")),  # None unless computed below
             }
             if r.ok and base is not None:
                 row["speedup"] = r.examples_per_sec / base.examples_per_sec
@@ -229,34 +226,27 @@ class Report:
             rows.append(row)
         return rows
 
+    def cells(self) -> list[list[str]]:
+        """:meth:`rows` formatted for a table, one list per row; a failed run shows its status."""
+        table = []
+        for row in self.rows():
+            cells = [f"{row['devices']:d}", f"{row['global_batch']:d}"]
+            if row["status"] != "ok":
+                table.append([*cells, row["status"]])
+                continue
+            cells += [f"{row['examples_per_sec']:,.0f}", f"{row['spread']:.0%}"]
+            cells += [f"{row['speedup']:.2f}x", f"{row['efficiency']:.0%}"]
+            table.append([*cells, f"{row['mfu']:.1%}" if row["mfu"] is not None else "n/a"])
+        return table
+
     def table(self) -> str:
         """A plain-text table (what the command line and the text fallback print)."""
-        head = (
-            "devices",
-            "global batch",
-            "examples/sec",
-            "spread",
-            "speed-up",
-            "efficiency",
-            "MFU",
-        )
-        lines = ["  ".join(f"{h:>12s}" for h in head)]
-        for row in self.rows():
-            if row["status"] != "ok":
-                cells = [f"{row['devices']:>12d}", f"{row['global_batch']:>12d}", row["status"]]
-                lines.append("  ".join(cells))
-                continue
-            mfu = f"{row['mfu']:.1%}" if row["mfu"] is not None else "n/a"
-            cells = (
-                f"{row['devices']:d}",
-                f"{row['global_batch']:d}",
-                f"{row['examples_per_sec']:,.0f}",
-                f"{row['spread']:.0%}",
-                f"{row['speedup']:.2f}x",
-                f"{row['efficiency']:.0%}",
-                mfu,
-            )
-            lines.append("  ".join(f"{c:>12s}" for c in cells))
+        lines = ["  ".join(f"{h:>12s}" for h in COLUMNS)]
+        for cells in self.cells():
+            padded = [f"{c:>12s}" for c in cells]
+            if len(cells) < len(COLUMNS):  # a run that failed: its status, not padded
+                padded[-1] = cells[-1]
+            lines.append("  ".join(padded))
         if self.peak_flops_per_sec:
             lines.append(
                 f"matmul peak of one physical device: {self.peak_flops_per_sec / 1e9:.1f} GFLOP/s"
@@ -282,19 +272,15 @@ class Report:
         rows = [r for r in self.rows() if r["status"] == "ok"]
         counts = sorted({c.config.devices for c in self.results} | set(live or {}))
         positions = {n: i for i, n in enumerate(counts)}
-        for row in rows:
-            ax_rate.bar(
-                positions[row["devices"]], row["examples_per_sec"], color="#219ebc", width=0.6
-            )
+        medians = [r["examples_per_sec"] for r in rows]
+        ax_rate.bar([positions[r["devices"]] for r in rows], medians, color="#219ebc", width=0.6)
         for r in self.results:
-            for rate in r.window_rates:
-                ax_rate.plot(positions[r.config.devices], rate, ".", color="#023047", ms=4)
+            x = [positions[r.config.devices]] * len(r.window_rates)
+            ax_rate.plot(x, r.window_rates, ".", color="#023047", ms=4)
         for n, rates in (live or {}).items():
-            for rate in rates:
-                ax_rate.plot(positions[n], rate, "o", color="#fb8500", ms=5)
+            ax_rate.plot([positions[n]] * len(rates), rates, "o", color="#fb8500", ms=5)
         ax_rate.set_xticks(range(len(counts)), [str(n) for n in counts])
-        ax_rate.set_xlabel("devices")
-        ax_rate.set_ylabel("examples / sec")
+        ax_rate.set(xlabel="devices", ylabel="examples / sec")
         ax_rate.set_title("throughput (bars: median; dots: windows)", fontsize=10)
         if rows:
             xs = [r["devices"] for r in rows]
@@ -330,7 +316,6 @@ class Report:
 
     def save(self, path: str) -> None:
         """Write the results as JSON, atomically (a crash never leaves half a file)."""
-        path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".bench-", suffix=".json")
@@ -353,8 +338,5 @@ class Report:
                 f"{path} is not a dpkit bench results file (format {FORMAT_VERSION}); write one "
                 "with Report.save or `python -m dpkit bench --out FILE`."
             )
-        return cls(
-            results=[Result.from_dict(r) for r in values["results"]],
-            scaling=values["scaling"],
-            peak_flops_per_sec=values["peak_flops_per_sec"],
-        )
+        results = [Result.from_dict(r) for r in values["results"]]
+        return cls(results, values["scaling"], values["peak_flops_per_sec"])

@@ -2,26 +2,13 @@
 
 Some distributed set-ups need one *process* per task, each with its own ``TF_CONFIG``
 (``MultiWorkerMirroredStrategy``) or its own TF1 session (between-graph replication).
-:class:`Group` starts those processes from a notebook and keeps them safe:
-
-* each child runs a dpkit program (``python -m dpkit.programs PROGRAM ...``, see
-  :mod:`dpkit.programs`), which exits by itself when the notebook's kernel dies;
-* each child has a process group of its own; the ``with`` block kills and reaps them all
-  on exit, on an exception, on a kernel interrupt and on a timeout;
-* children talk in lines: a JSON object is a *record* (``{"step": 3, "loss": 0.4}``),
-  collected per task; any other line is a log line, echoed live as ``[worker:1] ...``;
-  :meth:`Group.send` writes a line to a child's stdin (used to step workers in lockstep).
-
-The programs (:data:`PROGRAMS`):
-
-* ``mwms``: a ``MultiWorkerMirroredStrategy`` worker training softmax regression on the
-  digits (:func:`digits_batches`, :func:`softmax_init`) with a custom loop; it records the
-  loss per step and saves its final weights to an ``.npz`` file.
-* ``tf1``: a TF1 between-graph replication worker (``replica_device_setter``, plain SGD or
-  ``SyncReplicasOptimizer``) that steps when told to, for the global-step experiment.
-* ``pinned``: a throughput worker of lesson 05 (:mod:`dpkit.pinned`), pinned to one core.
-* ``task``: the task launcher of lesson 08 (:mod:`dpkit.launcher`, ``python -m dpkit task``)
-  with the arguments given; it sends its results as records.
+:class:`Group` starts those processes from a notebook, each running a dpkit program
+(:data:`PROGRAMS`, see :mod:`dpkit.programs`), and keeps them safe: a child exits by itself
+when the notebook's kernel dies, and the ``with`` block kills and reaps every child's process
+group on exit, on an exception, on a kernel interrupt and on a timeout. Children talk in lines:
+a JSON object is a *record* (``{"step": 3, "loss": 0.4}``), collected per task; any other line
+is a log line, echoed live as ``[worker:1] ...``. Every process takes the same data and initial
+weights from :func:`digits`, :func:`digits_batches` and :func:`softmax_init`.
 """
 
 from __future__ import annotations
@@ -33,6 +20,8 @@ from dpkit import _checks, _procs
 
 #: The programs :meth:`Group.start` runs (see :mod:`dpkit.programs`).
 PROGRAMS = ("mwms", "tf1", "task", "pinned")
+#: Set in every child's environment: the ``task`` program sends its results as records too.
+RECORDS_VARIABLE = "DPKIT_RECORDS"
 
 
 class TaskFailedError(RuntimeError):
@@ -88,7 +77,7 @@ class Group:
             kind="task",
             lines=self._lines,
             stdin=True,
-            env={"DPKIT_RECORDS": "1", **(env or {})},  # the launcher's results as records
+            env={RECORDS_VARIABLE: "1", **(env or {})},
         )
         self._children[name] = child
         self.arguments[name] = [str(a) for a in args]
@@ -147,16 +136,10 @@ class Group:
             if self._ended[name]:
                 self._children[name].wait()
                 self._raise_failed(name, f"ended without reporting {key!r}")
-            self._raise_if_another_failed(name)
+            # a task that failed (not one we killed) ends the wait: in a collective the
+            # others would otherwise wait for it until the timeout
+            self._raise_if_failed(skip={name, *self._killed})
             self._pump(deadline, f"waiting for {key!r} from task {name}")
-
-    def _raise_if_another_failed(self, name: str) -> None:
-        """A task that failed (not one we killed) ends the wait for any other: in a
-        collective the others would otherwise wait for it until the timeout."""
-        for other, ended in self._ended.items():
-            failed = other != name and ended and other not in self._killed
-            if failed and self._children[other].wait() != 0:
-                self._raise_failed(other)
 
     def wait(self, timeout: float | None = None) -> dict[str, int]:
         """Wait for every child to end; return ``{name: exit code}`` (all 0).
@@ -169,10 +152,14 @@ class Group:
         while not all(self._ended.values()):
             running = sorted(n for n, ended in self._ended.items() if not ended)
             self._pump(deadline, f"waiting for {', '.join(running)} to finish")
-            for name, ended in self._ended.items():
-                if ended and self._children[name].wait() != 0:
-                    self._raise_failed(name)
+            self._raise_if_failed()
         return {n: c.wait() for n, c in self._children.items()}
+
+    def _raise_if_failed(self, skip=()) -> None:
+        """Raise :class:`TaskFailedError` for a task (not in ``skip``) that ended with an error."""
+        for name, ended in self._ended.items():
+            if ended and name not in skip and self._children[name].wait() != 0:
+                self._raise_failed(name)
 
     def _raise_failed(self, name: str, what: str = "failed") -> None:
         child = self._children[name]
@@ -203,25 +190,28 @@ class Group:
 # ----------------------------------------------------------------------------- data
 
 
+def digits(seed: int = 0):
+    """``(x_train, y_train, x_test, y_test)``: the digits, flattened (float32, int32)."""
+    from dpkit import data
+
+    arrays = data.load("digits", seed=seed)
+    flat = lambda x: x.reshape(len(x), -1).astype("float32")  # noqa: E731
+    return flat(arrays.x_train), arrays.y_train.astype("int32"), flat(arrays.x_test), arrays.y_test
+
+
 def digits_batches(global_batch: int, steps: int, seed: int = 0):
     """The first ``steps`` global batches of flattened digits: ``(x [steps, B, 784], y)``.
 
     Every worker and the single-device reference take their examples from here.
     """
-    import numpy as np
-
-    from dpkit import data
-
-    arrays = data.load("digits", seed=seed)
+    x, y, _, _ = digits(seed)
     n = global_batch * steps
-    if n > len(arrays.x_train):
+    if n > len(x):
         raise ValueError(
             f"{steps} steps of {global_batch} examples need {n} digits, the training set has "
-            f"{len(arrays.x_train)}; use fewer steps or a smaller batch."
+            f"{len(x)}; use fewer steps or a smaller batch."
         )
-    x = arrays.x_train[:n].reshape(steps, global_batch, -1).astype(np.float32)
-    y = arrays.y_train[:n].reshape(steps, global_batch).astype(np.int32)
-    return x, y
+    return x[:n].reshape(steps, global_batch, -1), y[:n].reshape(steps, global_batch)
 
 
 def softmax_init(features: int = 784, classes: int = 10, seed: int = 0):

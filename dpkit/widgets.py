@@ -11,27 +11,36 @@ Introduced in lesson 05. Two entry points, both built on :class:`dpkit.bench.Swe
 
 ipywidgets is imported only when a widget is made. Where nobody watches (a test run,
 papermill, a terminal), both fall back to text: :func:`live_sweep` prints its progress and
-the table, :class:`SweepPanel` prints what it would run. A kernel cannot tell whether a
-browser is attached, so the environment variable ``DPKIT_WIDGETS`` says: ``text`` forces
-text (nbval and ``tools/run_notebooks.py`` set it; set it for papermill), ``widgets``
-forces widgets, unset means widgets inside a Jupyter kernel with ipywidgets installed and
-text elsewhere.
+the table, :class:`SweepPanel` what it would run. A kernel cannot tell whether a browser is
+attached, so :func:`frontend` guesses, and ``DPKIT_WIDGETS=text`` forces text (set it for
+papermill) or ``=widgets`` widgets.
 """
 
 from __future__ import annotations
 
 import html
+import importlib.util
 import io
 import os
 import threading
 import time
 
 from dpkit import bench
+from dpkit.report import COLUMNS
 
 #: Models, strategies and device counts the panel offers.
 PANEL_MODELS = ("lenet5", "mnist_mlp", "cifar10_cnn")
 PANEL_STRATEGIES = ("towers", "mirrored")
 PANEL_DEVICE_COUNTS = (1, 2, 4, 8)
+
+
+def _shell():
+    """The running IPython shell, or ``None`` (plain Python, or IPython not installed)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
 
 
 def frontend() -> bool:
@@ -45,18 +54,7 @@ def frontend() -> bool:
         return False
     if choice in ("widgets", "1", "on", "yes"):
         return True
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
-        return False
-    try:
-        import ipywidgets  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return hasattr(_shell(), "kernel") and importlib.util.find_spec("ipywidgets") is not None
 
 
 def _ipywidgets():
@@ -83,26 +81,12 @@ def _png(fig) -> bytes:
 
 
 def _table_html(report: bench.Report) -> str:
-    head = ["devices", "global batch", "examples/sec", "spread", "speed-up", "efficiency", "MFU"]
     pad = "padding:2px 12px;text-align:right"
-    cells = "".join(f"<th style='{pad}'>{h}</th>" for h in head)
-    rows = [f"<tr>{cells}</tr>"]
-    for row in report.rows():
-        if row["status"] != "ok":
-            values = [row["devices"], row["global_batch"], html.escape(row["status"])]
-            values += [""] * 4
-        else:
-            values = [
-                row["devices"],
-                row["global_batch"],
-                f"{row['examples_per_sec']:,.0f}",
-                f"{row['spread']:.0%}",
-                f"{row['speedup']:.2f}x",
-                f"{row['efficiency']:.0%}",
-                f"{row['mfu']:.1%}" if row["mfu"] is not None else "n/a",
-            ]
-        rows.append("<tr>" + "".join(f"<td style='{pad}'>{v}</td>" for v in values) + "</tr>")
-    return "<table class='dpkit-results'>" + "".join(rows) + "</table>"
+    rows = ["".join(f"<th style='{pad}'>{h}</th>" for h in COLUMNS)]
+    for cells in report.cells():
+        cells += [""] * (len(COLUMNS) - len(cells))  # a failed run has only its status
+        rows.append("".join(f"<td style='{pad}'>{html.escape(c)}</td>" for c in cells))
+    return "<table class='dpkit-results'>" + "".join(f"<tr>{r}</tr>" for r in rows) + "</table>"
 
 
 class LiveView:
@@ -124,13 +108,12 @@ class LiveView:
         self._figure = Figure(figsize=(9, 3.4))
         self._redraw_seconds = redraw_seconds
         self._last_draw = 0.0
-        self._live: dict[int, list[float]] = {}
-        self._done_steps = 0
-        self.draws = 0
 
     def begin(self, sweep: bench.Sweep) -> None:
+        """Show ``sweep`` from its start (the view can show one sweep after another)."""
         self.sweep = sweep
-        self._live, self._done_steps = {}, 0
+        self._live: dict[int, list[float]] = {}  # window rates of the run still going
+        self._done_steps = 0
         self.progress.max = sum(c.steps for c in sweep.configs)
         self.progress.value = 0
         self.progress.bar_style = ""
@@ -142,7 +125,6 @@ class LiveView:
         self.sweep.report.plot(self._figure, live=self._live)
         self.image.value = _png(self._figure)
         self._last_draw = time.perf_counter()
-        self.draws += 1
 
     def update(self, event: bench.Event) -> None:
         self.status.value = html.escape(bench.describe_event(event))
@@ -165,14 +147,12 @@ class LiveView:
         results = self.sweep.report.results
         failed = [r for r in results if not r.ok]
         if stopped:
-            self.status.value = "stopped: the running child was killed"
-            self.progress.bar_style = "warning"
+            text, style = "stopped: the running child was killed", "warning"
         elif failed:
-            self.status.value = f"finished with {len(failed)} failed run(s); see the table"
-            self.progress.bar_style = "danger"
+            text, style = f"finished with {len(failed)} failed run(s); see the table", "danger"
         else:
-            self.status.value = f"finished: {len(results)} run(s)"
-            self.progress.bar_style = "success"
+            text, style = f"finished: {len(results)} run(s)", "success"
+        self.status.value, self.progress.bar_style = text, style
 
 
 def live_sweep(device_counts=(1, 2, 4), **kwargs) -> bench.Report:
@@ -204,21 +184,12 @@ def _text_sweep(sweep: bench.Sweep) -> bench.Report:
                 print(bench.describe_event(event), flush=True)
     except KeyboardInterrupt:
         print("interrupted: the running child was killed.")
-    print()
-    print(sweep.report.table())
-    if sweep.report.results and _in_ipython():
+    print(f"\n{sweep.report.table()}")
+    if sweep.report.results and _shell() is not None:
         from IPython.display import Image
 
         _display(Image(data=_png(sweep.report.plot())))
     return sweep.report
-
-
-def _in_ipython() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    return get_ipython() is not None
 
 
 class SweepPanel:
@@ -254,32 +225,21 @@ class SweepPanel:
         if strategy not in PANEL_STRATEGIES:
             raise ValueError(f"strategy must be one of {PANEL_STRATEGIES}, got {strategy!r}.")
         self._config = config
-        self._settings = {
-            "max_devices": max_devices,
-            "model": model,
-            "strategy": strategy,
-            "batch": batch,
-            "scaling": scaling,
-        }
+        self._settings = dict(
+            max_devices=max_devices, model=model, strategy=strategy, batch=batch, scaling=scaling
+        )
         self._make_sweep(**self._settings)  # check the starting values now
         self.sweep: bench.Sweep | None = None
         self.thread: threading.Thread | None = None
         self.widget = None
 
-    def _make_sweep(self, max_devices, model, strategy, batch, scaling) -> bench.Sweep:
-        return bench.Sweep(
-            bench.powers_of_two(max_devices),
-            scaling=scaling,
-            model=model,
-            strategy=strategy,
-            batch=batch,
-            **self._config,
-        )
+    def _make_sweep(self, max_devices, **settings) -> bench.Sweep:
+        return bench.Sweep(bench.powers_of_two(max_devices), **settings, **self._config)
 
     def _build(self):
         w = _ipywidgets()
-        s = self._settings
-        self.devices = w.ToggleButtons(
+        s = self._settings  # each control is an attribute named after its setting
+        self.max_devices = w.ToggleButtons(
             options=list(PANEL_DEVICE_COUNTS),
             value=s["max_devices"],
             description="devices up to",
@@ -303,7 +263,7 @@ class SweepPanel:
         self.stop_button.on_click(lambda _: self.stop())
         controls = w.VBox(
             [
-                self.devices,
+                self.max_devices,
                 w.HBox([self.model, self.strategy]),
                 w.HBox([self.batch, self.scaling]),
                 w.HBox([self.run_button, self.stop_button]),
@@ -315,13 +275,7 @@ class SweepPanel:
         """The controls' current values (the starting values in text mode)."""
         if self.widget is None:
             return dict(self._settings)
-        return {
-            "max_devices": self.devices.value,
-            "model": self.model.value,
-            "strategy": self.strategy.value,
-            "batch": self.batch.value,
-            "scaling": self.scaling.value,
-        }
+        return {name: getattr(self, name).value for name in self._settings}
 
     def command(self) -> str:
         """The same sweep on the command line."""
@@ -384,7 +338,7 @@ class SweepPanel:
         """Block until the running sweep ends; return its report."""
         if self.thread is not None:
             self.thread.join(timeout)
-        return self.sweep.report if self.sweep is not None else None
+        return self.report
 
     @property
     def report(self) -> bench.Report | None:

@@ -2,43 +2,42 @@
 
 ``python -m dpkit task ARGS``, and the program ``task`` of :class:`dpkit.tasks.Group`:
 :func:`main` reads the task with :func:`dpkit.launcher.parse` and :func:`run` does it. A ps,
-and a worker under ``ParameterServerStrategy``, serve until the chief has gone
-(:func:`serve`). Every task that trains runs the one loop of :func:`train`; a
-:class:`Flavour` (:class:`PSStrategy`, :class:`Mirrored`, :class:`TF1`) says how to set up,
-take a step, report and save. The chief writes checkpoints and TensorBoard scalars to
-``--logdir``, resumes from the newest checkpoint there and logs the test accuracy at the
-end. A task without progress for ``--stall-timeout`` s names the peers that do not answer
-and exits with code 1 (:func:`watch`).
+and a worker under ``ParameterServerStrategy``, serve until the chief has gone (:func:`serve`);
+every task that trains runs the one loop of :func:`train`, which a :class:`Flavour` fills in.
+The chief writes checkpoints and TensorBoard scalars to ``--logdir`` and resumes from them; a
+stalled task names the peers that do not answer and exits with code 1 (:func:`watch`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import threading
 import time
 
 from dpkit import _procs, cluster, launcher, tasks
-from dpkit.launcher import EXIT_FAILED, EXIT_USAGE, LaunchError, Task
+from dpkit.launcher import LaunchError, Task
 from dpkit.programs import server, workers
+
+EXIT_FAILED, EXIT_USAGE = 1, 2  # failed or stalled; bad flags
 
 # ----------------------------------------------------------------------------- logging
 
 
 class Log:
     """Timestamped log lines (prefixed with the task's name unless a Group reads them), and
-    records (JSON lines) when :data:`dpkit.launcher.RECORDS_VARIABLE` is set."""
+    records (JSON lines) when :data:`dpkit.tasks.RECORDS_VARIABLE` is set."""
 
     def __init__(self, task: Task):
-        self.task = task
-        self.records = bool(os.environ.get(launcher.RECORDS_VARIABLE))
+        self.records = bool(os.environ.get(tasks.RECORDS_VARIABLE))
+        self.prefix = "" if self.records else f"{task.name} "
         self.lock = threading.Lock()
 
     def __call__(self, message: str) -> None:
-        prefix = "" if self.records else f"{self.task.name} "
         with self.lock:
-            print(f"{time.strftime('%H:%M:%S')} {prefix}{message}", flush=True)
+            print(f"{time.strftime('%H:%M:%S')} {self.prefix}{message}", flush=True)
 
     def record(self, **values) -> None:
         if self.records:
@@ -62,7 +61,6 @@ def watch(task: Task, log: Log):
                 message = stall_message(task, state["started"], limit)
                 log(message)
                 print(message, file=sys.stderr, flush=True)
-                sys.stdout.flush()
                 os._exit(EXIT_FAILED)
 
     threading.Thread(target=run, daemon=True, name="dpkit-stall").start()
@@ -71,13 +69,11 @@ def watch(task: Task, log: Log):
 
 def stall_message(task: Task, started: bool, limit: float) -> str:
     """Why the task gives up: which peers do not answer, and why that stops a step."""
-    silent = [n for n, address in task.peers().items() if not _procs.port_answers(address, 1.0)]
+    silent = [f"{n} ({a})" for n, a in task.peers().items() if not _procs.port_answers(a, 1.0)]
     what = "no training step" if started else "training did not start"
-    who = (
-        f"these tasks do not answer: {', '.join(f'{n} ({task.address_of(n)})' for n in silent)}"
-        if silent
-        else "every task's port answers, so one is slow or cut off mid-way"
-    )
+    who = "every task's port answers, so one is slow or cut off mid-way"
+    if silent:
+        who = f"these tasks do not answer: {', '.join(silent)}"
     why = ""
     if task.flavour == "mirrored" or task.sync_replicas:
         why = "; a synchronous step waits for every worker, so one lost worker stops them all"
@@ -88,12 +84,9 @@ def stall_message(task: Task, started: bool, limit: float) -> str:
 
 
 def wait_for_chief(task: Task, log: Log, timeout: float | None = None) -> bool:
-    """Wait for the chief to answer (within ``timeout``, if given), then to go (1.5 s silent).
-
-    Returns:
-        ``False`` if it never answered within ``timeout``.
-    """
-    chief, name = task.address_of(task.chief_name), task.chief_name
+    """Wait for the chief to answer (within ``timeout``, if given), then to go (1.5 s silent);
+    ``False`` if it never answered within ``timeout``."""
+    name, chief = task.chief_name, task.peers()[task.chief_name]  # never this task
     if timeout is not None:
         deadline = time.monotonic() + timeout
         while not _procs.port_answers(chief):
@@ -101,12 +94,12 @@ def wait_for_chief(task: Task, log: Log, timeout: float | None = None) -> bool:
                 log(f"the chief {name} ({chief}) never answered in {timeout:g} s; stopping")
                 return False
             time.sleep(0.5)
-        log(f"the chief {task.chief_name} is up; serving until it finishes")
+        log(f"the chief {name} is up; serving until it finishes")
     misses = 0
     while misses < 3:  # 1.5 s without an answer: the chief has gone
         time.sleep(0.5)
         misses = 0 if _procs.port_answers(chief) else misses + 1
-    log(f"the chief {task.chief_name} stopped answering (it finished, or we are cut off); stopping")
+    log(f"the chief {name} stopped answering (it finished, or we are cut off); stopping")
     return True
 
 
@@ -127,20 +120,15 @@ def serve(task: Task, log: Log) -> int:
 
 
 class Flavour:
-    """What one flavour does at each point of :func:`train` (TF2 defaults, TF1 overrides)."""
+    """What one flavour does at each point of :func:`train` (TF2 defaults, TF1 overrides).
+    Each adds ``begin(stack)``: set up (and log how; ``stack`` closes what must be closed),
+    return the first global step; and ``advance(step)``: train on from global step ``step``,
+    return the new global step and the last loss."""
 
     def __init__(self, task: Task, log: Log):
         self.task, self.log = task, log
-        self.x, self.y, self.x_test, self.y_test = workers.digits(task.seed)
+        self.x, self.y, self.x_test, self.y_test = tasks.digits(task.seed)
         self.writer = None  # the chief's TensorBoard writer
-
-    def begin(self, stack: contextlib.ExitStack) -> int:
-        """Set up (and log how; ``stack`` closes what must be closed); return the first step."""
-        raise NotImplementedError
-
-    def advance(self, step: int) -> tuple[int, float]:
-        """Train from global step ``step``; return the new global step and the last loss."""
-        raise NotImplementedError
 
     def finished(self, step: int) -> bool:
         return step >= self.task.train_steps
@@ -175,8 +163,9 @@ class Flavour:
             done=True, global_step=step, loss=loss, accuracy=acc, logdir=self.task.logdir
         )
 
-    def variables(self, strategy, directory: str):
-        """``w``, ``b`` and the global step in ``strategy``'s scope, and their checkpoints."""
+    def variables(self, strategy, directory: str) -> float:
+        """``w``, ``b`` and the global step in ``strategy``'s scope, and their checkpoints; the
+        chief restores the newest one, if any. Returns 1.0 if it did, else 0.0."""
         import tensorflow as tf
 
         w0, b0 = tasks.softmax_init(self.x.shape[1], 10, self.task.seed)
@@ -185,16 +174,14 @@ class Flavour:
             self.global_step = tf.Variable(0, dtype=tf.int64, name="global_step")
         self.checkpoint = tf.train.Checkpoint(w=self.w, b=self.b, global_step=self.global_step)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=3)
-        if self.task.is_chief:
-            self.writer = tf.summary.create_file_writer(os.path.join(self.task.logdir, "train"))
-
-    def restore(self) -> float:
-        """Restore the newest checkpoint, if any; 1.0 if one was restored, else 0.0."""
-        if not self.manager.latest_checkpoint:
+        if not self.task.is_chief:
             return 0.0
-        self.checkpoint.restore(self.manager.latest_checkpoint)
-        step = int(self.global_step.numpy())
-        self.log(f"resumed from {self.manager.latest_checkpoint} at step {step}")
+        self.writer = tf.summary.create_file_writer(os.path.join(self.task.logdir, "train"))
+        latest = self.manager.latest_checkpoint
+        if not latest:
+            return 0.0
+        self.checkpoint.restore(latest)
+        self.log(f"resumed from {latest} at step {int(self.global_step.numpy())}")
         return 1.0
 
 
@@ -213,7 +200,7 @@ def train(tick, flavour: Flavour) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- TF2 flavours
+# ----------------------------------------------------------------------------- the flavours
 
 
 class PSStrategy(Flavour):
@@ -229,7 +216,6 @@ class PSStrategy(Flavour):
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
         self.variables(strategy, task.logdir)
-        self.restore()
         x, y, batch, lr = self.x, self.y, task.batch_size, task.learning_rate
 
         def dataset_fn():  # runs on each worker; no seed, so each worker draws its own order
@@ -237,7 +223,6 @@ class PSStrategy(Flavour):
             return data.repeat().batch(batch, drop_remainder=True)
 
         self.iterator = iter(self.coordinator.create_per_worker_dataset(dataset_fn))
-
         self.train_step = workers.ps_step(strategy, self.w, self.b, lr, self.global_step)
         step = int(self.global_step.numpy())
         self.log(
@@ -253,9 +238,8 @@ class PSStrategy(Flavour):
             task.checkpoint_every - step % task.checkpoint_every,
             task.train_steps - step,
         )
-        results = [
-            self.coordinator.schedule(self.train_step, (self.iterator,)) for _ in range(chunk)
-        ]
+        schedule = self.coordinator.schedule
+        results = [schedule(self.train_step, (self.iterator,)) for _ in range(chunk)]
         self.coordinator.join()
         return int(self.global_step.numpy()), float(results[-1].fetch())
 
@@ -275,29 +259,11 @@ class Mirrored(Flavour):
         # every task writes (a collective save needs all); only the chief's copy is kept
         scratch = os.path.join(task.logdir, f"tmp-{task.job}-{task.index}")
         self.directory = task.logdir if task.is_chief else scratch
-        self.variables(strategy, self.directory)
-        restored = self.restore() if task.is_chief else 0.0
-        w, b, global_step = self.w, self.b, self.global_step
-
-        @tf.function
-        def share(flag):  # the chief's values to everyone: the others add zeros to a sum
-            def replica(flag):
-                step = tf.reshape(tf.cast(global_step, tf.float32), [1])  # no scalars: an
-                flag = tf.reshape(flag, [1])  # all-reduce of a scalar fails across workers
-                values = [w * flag, b * flag, step * flag, flag]
-                return tf.distribute.get_replica_context().all_reduce("sum", values)
-
-            return strategy.run(replica, (flag,))
-
-        sw, sb, sstep, any_restored = share(tf.constant(restored))
-        if float(any_restored[0]) > 0:
-            w.assign(sw)
-            b.assign(sb)
-            global_step.assign(int(round(float(sstep[0]))))
-        self.step_fn = workers.mirrored_step(
-            strategy, w, b, task.learning_rate, task.batch_size, global_step
-        )
-        step = int(global_step.numpy())
+        restored = self.variables(strategy, self.directory)
+        workers.share_from_chief(strategy, restored, self.w, self.b, self.global_step)
+        lr, batch = task.learning_rate, task.batch_size
+        self.step_fn = workers.mirrored_step(strategy, self.w, self.b, lr, batch, self.global_step)
+        step = int(self.global_step.numpy())
         self.log(
             f"training with MultiWorkerMirroredStrategy as task {rank} of {size}; "
             f"steps {step} -> {task.train_steps}"
@@ -318,13 +284,8 @@ class Mirrored(Flavour):
 
     def end(self, step: int, loss: float) -> None:
         if not self.task.is_chief:
-            import shutil
-
             shutil.rmtree(self.directory, ignore_errors=True)
         super().end(step, loss)
-
-
-# ----------------------------------------------------------------------------- TF1 flavour
 
 
 class TF1(Flavour):
@@ -341,12 +302,8 @@ class TF1(Flavour):
         tf.get_logger().setLevel("ERROR")  # the TF1 APIs' deprecation notices: known, and noisy
         workers.quiet_closed_queue_runners()
         threads = max(2, task.num_workers + 1)
-        self.server = tf.distribute.Server(
-            tf.train.ClusterSpec(task.cluster),
-            job_name="worker",
-            task_index=task.index,
-            config=v1.ConfigProto(inter_op_parallelism_threads=threads),
-        )
+        config = v1.ConfigProto(inter_op_parallelism_threads=threads)
+        self.server = tf.distribute.Server(task.cluster, "worker", task.index, config=config)
         w0, b0 = tasks.softmax_init(self.x.shape[1], 10, task.seed)
 
         def model():
@@ -355,20 +312,17 @@ class TF1(Flavour):
             w = v1.get_variable("w", initializer=w0)
             b = v1.get_variable("b", initializer=b0)
             logits = tf.matmul(self.xb, w) + b
-            losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=self.yb, logits=logits)
-            loss = tf.reduce_mean(losses)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(self.yb, logits))
             v1.summary.scalar("loss", loss)
             return loss
 
         sync, aggregate = task.sync_replicas, task.replicas_to_aggregate
-        graph = workers.tf1_graph(
+        global_step, loss, opt, train_op = workers.tf1_graph(
             task.cluster, task.index, model, task.learning_rate, sync, aggregate
         )
-        global_step, self.loss, opt, self.train_op = graph
-        self.fetches = [self.train_op, self.loss, global_step]
-        # A synchronous worker other than the chief keeps stepping until the chief has gone:
-        # if it stopped at the last step by itself, the chief could wait forever for the
-        # gradient that completes its last round (measured).
+        self.fetches = [train_op, loss, global_step]
+        # a sync worker other than the chief steps on until the chief has gone: stopping at the
+        # last step by itself, it could leave the chief waiting forever for its last round
         stop_here = task.is_chief or not sync
         hooks = [v1.train.StopAtStepHook(last_step=task.train_steps)] if stop_here else []
         if sync:
@@ -400,7 +354,6 @@ class TF1(Flavour):
             f"training with TF1 between-graph replication ({mode}); "
             f"global step {step} -> {task.train_steps}"
         )
-        self.started = time.perf_counter()
         return step
 
     def advance(self, step: int) -> tuple[int, float]:
@@ -415,7 +368,7 @@ class TF1(Flavour):
     def report(self, step: int, loss: float, first: int, seconds: float) -> None:
         if self.mine % self.task.log_every:
             return  # the session writes the chief's summaries
-        rate = self.mine / max(time.perf_counter() - self.started, 1e-9)
+        rate = self.mine / max(seconds, 1e-9)
         self.log(
             f"global step {step}/{self.task.train_steps} loss {loss:.4f} "
             f"({self.mine} steps here, {rate:.0f}/s)"
@@ -429,9 +382,8 @@ class TF1(Flavour):
         if self.task.is_chief:  # the session saved a last checkpoint as it closed
             import tensorflow as tf
 
-            reader = tf.train.load_checkpoint(self.task.logdir)
-            step = int(reader.get_tensor("global_step"))
-            self.finish(step, reader.get_tensor("w"), reader.get_tensor("b"), loss)
+            saved = tf.train.load_checkpoint(self.task.logdir).get_tensor
+            self.finish(int(saved("global_step")), saved("w"), saved("b"), loss)
         else:
             self.report_worker()
 
@@ -443,8 +395,7 @@ class TF1(Flavour):
         """A worker that is not the chief ends when the chief has gone (started once the
         session exists: the chief was up, it initialised the variables)."""
         wait_for_chief(self.task, self.log)
-        self.report_worker()
-        sys.stdout.flush()
+        self.report_worker()  # flushed
         os._exit(0)
 
 

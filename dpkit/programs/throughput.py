@@ -1,23 +1,19 @@
 """The ``throughput`` program: one run of :class:`dpkit.bench.Config`, in a child of its own.
 
 Started by :func:`dpkit.bench.run` and :class:`dpkit.bench.Sweep` (lesson 05) as
-``python -m dpkit.programs throughput --config JSON``. It sets up ``config.devices``
-devices, builds the model and one training step for the strategy (:func:`make_step`),
-optionally measures the matmul peak (:func:`matmul_peak`), trains, and writes records
-(``_procs.record``), each with an ``"event"`` key:
-
-* ``ready``: devices set up and model built (``num_devices``, ``device_names``,
-  ``device_case``, ``physical_devices``, ``flops_per_example``);
-* ``peak``: the matmul peak (``flops_per_sec``);
-* ``window``: one measurement window of :class:`dpkit.meter.ThroughputMeter`;
-* ``summary``: the meter's summary, at the end.
-
-Exit code 0 after the summary; 4 if the loss stopped being finite.
+``python -m dpkit.programs throughput --config JSON``. It sets up the devices, builds the
+model and a training step (:func:`make_step`), trains, and writes ``_procs.record`` lines
+with an ``"event"`` key: ``ready`` (devices set up, model built), ``peak`` (the matmul peak
+of :func:`matmul_peak`, if asked for), one ``window`` per measurement window of
+:class:`dpkit.meter.ThroughputMeter`, and its ``summary`` at the end (the fields are those
+:class:`dpkit.bench.Result` keeps). Exit code 0 after the summary; 4 if the loss stopped
+being finite.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -142,9 +138,8 @@ def make_step(
     def mirrored_step(batch_xy):
         def replica(xr, yr):
             with tf.GradientTape() as tape:
-                loss = tf.nn.compute_average_loss(
-                    per_example(yr, model(xr, training=True)), global_batch_size=global_batch
-                )
+                losses = per_example(yr, model(xr, training=True))
+                loss = tf.nn.compute_average_loss(losses, global_batch_size=global_batch)
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
             return loss
@@ -169,18 +164,12 @@ def run(config: bench.Config) -> int:
         dataset = data.synthetic(shape, 10, batch_size=batch, seed=config.seed)
     else:
         arrays = data.load(config.dataset, seed=config.seed, download=False)
-        shape = tuple(arrays.x_train.shape[1:])
-        dataset = data.make_dataset(
-            arrays.x_train, arrays.y_train, batch, seed=config.seed, repeat=True
-        )
+        x, y = arrays.x_train, arrays.y_train
+        shape = tuple(x.shape[1:])
+        dataset = data.make_dataset(x, y, batch, seed=config.seed, repeat=True)
 
-    step, model = make_step(
-        config.strategy,
-        lambda: models.build(config.model, input_shape=shape),
-        devs,
-        dataset,
-        global_batch=batch,
-    )
+    build = functools.partial(models.build, config.model, input_shape=shape)
+    step, model = make_step(config.strategy, build, devs, dataset, global_batch=batch)
 
     _procs.record(
         event="ready",
@@ -221,10 +210,6 @@ def run(config: bench.Config) -> int:
 
 def main(argv: list[str]) -> int:
     """``throughput --config JSON``: run the :class:`dpkit.bench.Config` given as JSON."""
-    parser = argparse.ArgumentParser(
-        prog="python -m dpkit.programs throughput",
-        description="one dpkit throughput run (started by dpkit.bench.run and bench.Sweep)",
-    )
+    parser = argparse.ArgumentParser(prog="python -m dpkit.programs throughput")
     parser.add_argument("--config", required=True, help="the bench.Config as JSON")
-    args = parser.parse_args(argv)
-    return run(bench.Config.from_dict(json.loads(args.config)))
+    return run(bench.Config.from_dict(json.loads(parser.parse_args(argv).config)))

@@ -1,20 +1,10 @@
 """The ``mwms`` and ``tf1`` programs of lesson 07, and the training pieces lesson 08 shares.
 
-Both run as children of :class:`dpkit.tasks.Group`, one process per task:
-
-* ``mwms`` (:func:`mwms_main`): a ``MultiWorkerMirroredStrategy`` worker training softmax
-  regression on the digits with a custom loop; worker ``w`` takes its slice of every global
-  batch, so the run equals one device on the whole batch. It records the loss per step and
-  saves its final weights to an ``.npz`` file.
-* ``tf1`` (:func:`tf1_main`): a TF1 between-graph replication worker (``replica_device_setter``,
-  plain SGD or ``SyncReplicasOptimizer``) that steps when told to (one line on stdin per
-  step), for the global-step experiment.
-
-The task launcher of lesson 08 (:mod:`dpkit.programs.task`) trains with the same pieces:
-:func:`mirrored_step` (one synchronous all-reduce step), :func:`ps_step` (one asynchronous
-step on a parameter server), :func:`tf1_graph` (the TF1 graph
-under ``replica_device_setter``), :func:`tf1_session` (the TF1 worker's session), and the
-digits as flat arrays (:func:`digits`, :func:`batches`, :func:`accuracy`).
+Both programs run as children of :class:`dpkit.tasks.Group`, one process per task. The task
+program of lesson 08 (:mod:`dpkit.programs.task`) trains with the same pieces: an SGD step of
+softmax regression under each TF2 strategy (:func:`mirrored_step`, :func:`ps_step`), the TF1
+graph and session (:func:`tf1_graph`, :func:`tf1_session`), and :func:`batches` and
+:func:`accuracy` on the flattened digits of :func:`dpkit.tasks.digits`.
 """
 
 from __future__ import annotations
@@ -46,8 +36,7 @@ def mirrored_step(strategy, w, b, learning_rate: float, global_batch: int, globa
     def step(xb, yb):
         def replica(xb, yb):
             with tf.GradientTape() as tape:
-                logits = tf.matmul(xb, w) + b
-                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, logits)
+                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, tf.matmul(xb, w) + b)
                 loss = tf.reduce_sum(losses) / global_batch
             grads = tape.gradient(loss, [w, b])
             # the all-reduce: every worker ends up with the sum over all workers
@@ -63,6 +52,29 @@ def mirrored_step(strategy, w, b, learning_rate: float, global_batch: int, globa
     return step
 
 
+def share_from_chief(strategy, restored: float, w, b, global_step) -> None:
+    """Give every ``MultiWorkerMirroredStrategy`` worker the chief's ``w``, ``b`` and
+    ``global_step`` if the chief restored them from a checkpoint (``restored`` is 1.0 there,
+    0.0 elsewhere): one all-reduce of a sum, to which the others add zeros."""
+    import tensorflow as tf
+
+    @tf.function
+    def share(flag):
+        def replica(flag):
+            step = tf.reshape(tf.cast(global_step, tf.float32), [1])  # no scalars: an
+            flag = tf.reshape(flag, [1])  # all-reduce of a scalar fails across workers
+            values = [w * flag, b * flag, step * flag, flag]
+            return tf.distribute.get_replica_context().all_reduce("sum", values)
+
+        return strategy.run(replica, (flag,))
+
+    sw, sb, sstep, any_restored = share(tf.constant(restored))
+    if float(any_restored[0]) > 0:
+        w.assign(sw)
+        b.assign(sb)
+        global_step.assign(int(round(float(sstep[0]))))
+
+
 def ps_step(strategy, w, b, learning_rate: float, global_step):
     """One ``ParameterServerStrategy`` SGD step of softmax regression, as a ``tf.function``.
 
@@ -76,8 +88,7 @@ def ps_step(strategy, w, b, learning_rate: float, global_step):
     def step(iterator):
         def replica(xb, yb):
             with tf.GradientTape() as tape:
-                logits = tf.matmul(xb, w) + b
-                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, logits)
+                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, tf.matmul(xb, w) + b)
                 loss = tf.reduce_mean(losses)
             gw, gb = tape.gradient(loss, [w, b])
             w.assign_sub(learning_rate * gw)
@@ -91,19 +102,12 @@ def ps_step(strategy, w, b, learning_rate: float, global_step):
 
 
 def tf1_graph(cluster: dict, index: int, model, learning_rate: float, sync: bool, replicas=0):
-    """The TF1 graph of worker ``index``: variables on the ps, computation here.
+    """The TF1 graph of worker ``index`` of ``cluster``: variables on the ps, computation here.
 
-    Args:
-        cluster: ``{"ps": [...], "worker": [...]}``.
-        index: this worker's index.
-        model: called with no arguments under ``replica_device_setter``; makes the variables
-            and returns the loss.
-        learning_rate: of plain SGD.
-        sync: wrap SGD in ``SyncReplicasOptimizer`` (one update per round of gradients).
-        replicas: gradients per round (``0``: one from each worker).
-
-    Returns:
-        ``(global_step, loss, optimizer, train_op)``.
+    ``model()``, called under ``replica_device_setter``, makes the variables and returns the
+    loss, which plain SGD minimises, wrapped in ``SyncReplicasOptimizer`` if ``sync`` (one
+    update per round of ``replicas`` gradients; ``0``: one from each worker). Returns
+    ``(global_step, loss, optimizer, train_op)``.
     """
     import tensorflow as tf
 
@@ -178,15 +182,6 @@ def quiet_closed_queue_runners() -> None:
 # ----------------------------------------------------------------------------- data
 
 
-def digits(seed: int = 0):
-    """``(x_train, y_train, x_test, y_test)``: the digits, flattened."""
-    from dpkit import data
-
-    arrays = data.load("digits", seed=seed)
-    flat = lambda x: x.reshape(len(x), -1).astype("float32")  # noqa: E731
-    return flat(arrays.x_train), arrays.y_train.astype("int32"), flat(arrays.x_test), arrays.y_test
-
-
 def accuracy(w, b, x, y) -> float:
     """Test accuracy of softmax regression ``(w, b)`` on ``(x, y)``, in NumPy."""
     import numpy as np
@@ -206,11 +201,15 @@ def batches(x, y, batch: int, seed: int):
             yield x[take], y[take]
 
 
-# ----------------------------------------------------------------------------- mwms
+# ----------------------------------------------------------------------------- the programs
 
 
 def mwms_main(argv: list[str]) -> int:
-    """``mwms --out FILE [--steps --global_batch --lr --seed]``; reads ``TF_CONFIG``."""
+    """``mwms --out FILE [--steps --global_batch --lr --seed]``, with ``TF_CONFIG`` set.
+
+    Worker ``w`` trains on its slice of every global batch (so the run equals one device on the
+    whole batch), records the loss per step and saves its final weights to ``--out``.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m dpkit.programs mwms",
         description="a MultiWorkerMirroredStrategy worker, reading TF_CONFIG",
@@ -225,19 +224,16 @@ def mwms_main(argv: list[str]) -> int:
     if "task" not in config:
         print("the mwms program needs TF_CONFIG with a cluster and a task", file=sys.stderr)
         return 1
-    workers = len(config["cluster"]["worker"])
-    index = config["task"]["index"]
-    if args.global_batch % workers:
-        print(
-            f"global batch {args.global_batch} does not split over {workers} workers",
-            file=sys.stderr,
-        )
+    workers, index = len(config["cluster"]["worker"]), config["task"]["index"]
+    batch = args.global_batch
+    if batch % workers:
+        print(f"global batch {batch} does not split over {workers} workers", file=sys.stderr)
         return 1
     import numpy as np
     import tensorflow as tf
 
-    per_worker = args.global_batch // workers
-    x, y = tasks.digits_batches(args.global_batch, args.steps, args.seed)
+    per_worker = batch // workers
+    x, y = tasks.digits_batches(batch, args.steps, args.seed)
     mine = slice(index * per_worker, (index + 1) * per_worker)
     x, y = x[:, mine], y[:, mine]  # this worker's slice of every global batch
 
@@ -246,7 +242,7 @@ def mwms_main(argv: list[str]) -> int:
     w0, b0 = tasks.softmax_init(x.shape[-1], 10, args.seed)
     with strategy.scope():
         w, b = tf.Variable(w0), tf.Variable(b0)
-    step = mirrored_step(strategy, w, b, args.lr, args.global_batch)
+    step = mirrored_step(strategy, w, b, args.lr, batch)
     started = time.perf_counter()
     for i in range(args.steps):
         loss = float(step(tf.constant(x[i]), tf.constant(y[i])))
@@ -258,11 +254,9 @@ def mwms_main(argv: list[str]) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- tf1
-
-
 def tf1_main(argv: list[str]) -> int:
-    """``tf1 --cluster JSON --index I [--steps N] [--sync]``: one step per line on stdin."""
+    """``tf1 --cluster JSON --index I [--steps N] [--sync]``: a TF1 between-graph replication
+    worker (plain SGD or ``SyncReplicasOptimizer``) that steps once per line on stdin."""
     parser = argparse.ArgumentParser(
         prog="python -m dpkit.programs tf1",
         description="a TF1 between-graph replication worker (started by tasks.Group)",

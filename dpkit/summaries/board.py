@@ -1,25 +1,16 @@
-"""The TensorBoard process: launch it on a run's folder, show it inline, stop it (lesson 06).
-
-Introduced in lesson 06. :func:`launch` starts TensorBoard as a child process bound to
-127.0.0.1, shows it inline, and reuses or replaces an instance for the same folder;
-:func:`stop` ends it. The child is a ``dpkit._procs.Child``: it is also ended when this
-Python process exits, however it exits (it watches for its parent's death itself). Where
-the browser is not on the kernel's machine (Colab, Binder, a JupyterHub) the frame goes
-through a proxy; :func:`display_route` says which (``$TENSORBOARD_PROXY_URL`` chooses one
-by hand).
+"""The TensorBoard process (introduced in lesson 06): launch it on a run's folder, show it
+inline (through a proxy where the browser is elsewhere: :func:`display_route`), stop it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import html
 import importlib.util
 import io
 import json
 import os
 import sys
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,16 +22,14 @@ from dpkit.summaries.logs import check_logdir, require_tensorboard
 HOST = "127.0.0.1"
 
 #: TensorBoard's address as the browser reaches it, ``%PORT%`` standing for its port, e.g.
-#: ``/base/proxy/%PORT%/`` behind jupyter-server-proxy (TensorBoard's ``%tensorboard`` reads
-#: the same variable).
+#: ``/base/proxy/%PORT%/`` behind jupyter-server-proxy (as for TensorBoard's ``%tensorboard``).
 PROXY_ENV = "TENSORBOARD_PROXY_URL"
 
 #: Set by JupyterHub (and so Binder) in the server's and the kernels' environment.
 HUB_PREFIX_ENV = "JUPYTERHUB_SERVICE_PREFIX"
 
-#: The child's script (``python -c SERVE --logdir ...``): TensorBoard, and a thread that
-#: ends it when its parent dies, even by SIGKILL (``_procs.child_env`` makes dpkit
-#: importable and names the parent).
+#: The child's script (``python -c SERVE --logdir ...``): TensorBoard, ended by a thread when
+#: its parent dies, even by SIGKILL (``_procs.child_env`` makes dpkit importable).
 SERVE = """
 import sys
 from dpkit import _procs
@@ -56,19 +45,12 @@ class TensorBoard:
 
     Attributes:
         logdir: the folder it serves (absolute).
-        port: the port it listens on.
+        port, url, pid: the port it listens on, its address, its process id.
     """
 
     def __init__(self, logdir: Path, port: int, child: _procs.Child):
         self.logdir, self.port, self._child = logdir, port, child
-
-    @property
-    def pid(self) -> int:
-        return self._child.pid
-
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}/"
+        self.url, self.pid = f"http://{HOST}:{port}/", child.pid
 
     def running(self) -> bool:
         return self._child.running()
@@ -99,7 +81,7 @@ def _answers(url: str) -> bool:
     try:
         with opener.open(url + "data/logdir", timeout=2) as response:
             return response.status == 200
-    except (urllib.error.URLError, OSError):
+    except OSError:  # urllib's URLError (no answer yet) is an OSError
         return False
 
 
@@ -139,28 +121,22 @@ def launch(
     if not _checks.is_whole(height) or height <= 0:
         raise ValueError(f"height must be a positive number of pixels, got {height!r}.")
     path = check_logdir(logdir, allow_empty=allow_empty).resolve()
-    old = _INSTANCES.get(path)
-    if old is not None and old.running() and not replace:
-        if display:
-            _show(old, height, reused=True)
-        return old
-    if old is not None:
-        old.stop()
-    board = _start(path, timeout)
-    _INSTANCES[path] = board
+    board = _INSTANCES.get(path)
+    reused = board is not None and board.running() and not replace
+    if not reused:
+        if board is not None:
+            board.stop()
+        board = _INSTANCES[path] = _start(path, timeout)
     if display:
-        _show(board, height, reused=False)
+        _show(board, height, reused=reused)
     return board
 
 
 def _start(path: Path, timeout: float) -> TensorBoard:
-    last_error = ""
     for _attempt in range(3):  # another program may take the free port before TensorBoard
         port = _procs.free_port(HOST)
-        args = ["--logdir", path, "--host", HOST, "--port", port]
-        child = _procs.Child(  # no lines queue: stdout and stderr go to its log (output())
-            [sys.executable, "-c", SERVE, *args], name="tensorboard", kind="tensorboard"
-        )
+        argv = [sys.executable, "-c", SERVE, "--logdir", path, "--host", HOST, "--port", port]
+        child = _procs.Child(argv, name="tensorboard", kind="tensorboard")  # stdout, stderr: a log
         board = TensorBoard(path, port, child)
         try:
             deadline = time.monotonic() + timeout
@@ -233,23 +209,19 @@ def display_route(port: int) -> Route:
         return Route("local", local)
     if importlib.util.find_spec("jupyter_server_proxy") is not None:
         return Route("hub", f"{prefix.rstrip('/')}/proxy/{port}/")
-    return Route(
-        "local",
-        local,
+    hint = (
         "(a JupyterHub without jupyter-server-proxy in this kernel's environment: a browser "
         "on another machine cannot open 127.0.0.1; install jupyter-server-proxy and restart "
         "the server, or, if the server has it, set TENSORBOARD_PROXY_URL to "
-        f"{prefix.rstrip('/')}/proxy/%PORT%/)",
+        f"{prefix.rstrip('/')}/proxy/%PORT%/)"
     )
+    return Route("local", local, hint)
 
 
-# In Jupyter the frame's address is made in the browser, against the page's own address,
-# as tensorboard.notebook does: a proxy path like /user/x/proxy/6006/ then resolves on
-# whatever host and scheme the notebook is served from. Its public display() is not used
-# here because it prints a "Selecting TensorBoard ..." line of its own, takes the proxy
-# only from os.environ["TENSORBOARD_PROXY_URL"] (the hub route would have to set it in the
-# learner's environment), and without one swaps the port into the page's host name, where
-# dpkit prints and serves 127.0.0.1.
+# The browser makes the frame's address against the page's own, as tensorboard.notebook does,
+# so a proxy path like /user/x/proxy/6006/ works on any host and scheme. Its display() is not
+# used: it prints a line of its own, reads the proxy only from os.environ, and without one
+# points at the page's host name, not at the 127.0.0.1 dpkit serves.
 _FRAME = """<iframe id="{id}" width="100%" height="{height}" frameborder="0"></iframe>
 <script>
   (function() {{
@@ -259,51 +231,43 @@ _FRAME = """<iframe id="{id}" width="100%" height="{height}" frameborder="0"></i
 </script>"""
 
 
+def _js(text: str) -> str:  # a JSON string that cannot close the <script> element
+    return json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
 def _frame_html(url: str, height: int) -> str:
-    frame_id = f"dpkit-tensorboard-{os.urandom(8).hex()}"
-
-    def js(text: str) -> str:  # a JSON string that cannot close the <script> element
-        return json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e")
-
-    return _FRAME.format(
-        id=html.escape(frame_id), height=int(height), json_id=js(frame_id), json_url=js(url)
-    )
+    frame_id = f"dpkit-tensorboard-{os.urandom(8).hex()}"  # letters, digits and '-' only
+    return _FRAME.format(id=frame_id, height=int(height), json_id=_js(frame_id), json_url=_js(url))
 
 
 def _show(board: TensorBoard, height: int, *, reused: bool) -> None:
-    verb = "already running" if reused else "started"
     from dpkit import widgets
 
-    if not widgets.frontend():  # a test run or a terminal: a frame nobody sees would go stale
-        print(f"TensorBoard {verb} at {board.url} (pid {board.pid}); summaries.stop() ends it.")
-        print("(no notebook display here: open the address in a browser on this machine)")
-        return
-    way = display_route(board.port)
+    frame = widgets.frontend()  # none in a test run or a terminal: nobody would see a frame
+    way = display_route(board.port) if frame else Route("local", board.url)
     if way.kind == "colab":
-        print(
-            f"TensorBoard {verb} on port {board.port} (pid {board.pid}), shown below through "
-            "Colab's port proxy; summaries.stop() ends it."
-        )
+        where = f"on port {board.port} (pid {board.pid}), shown below through Colab's port proxy"
+    elif way.kind == "local":
+        where = f"at {board.url} (pid {board.pid})"
+    else:
+        where = f"at {way.url} (proxied to {board.url}, pid {board.pid})"
+    verb = "already running" if reused else "started"
+    print(f"TensorBoard {verb} {where}; summaries.stop() ends it.")
+    if not frame:
+        print("(no notebook display here: open the address in a browser on this machine)")
+    elif way.kind == "colab":
         import tensorboard.notebook
 
-        # Colab's proxy is Colab's own JavaScript API, which TensorBoard keeps up with. Its
-        # display also prints "Selecting TensorBoard with logdir ..." (our child registers
-        # itself where TensorBoard looks): not ours to show.
+        # Colab's proxy is Colab's own JavaScript API, which TensorBoard keeps up with; its
+        # "Selecting TensorBoard with logdir ..." line is not ours to show.
         with contextlib.redirect_stdout(io.StringIO()):
             tensorboard.notebook.display(port=board.port, height=height)
-        return
-    if way.kind == "local":
-        print(f"TensorBoard {verb} at {board.url} (pid {board.pid}); summaries.stop() ends it.")
     else:
-        print(
-            f"TensorBoard {verb} at {way.url} (proxied to {board.url}, pid {board.pid}); "
-            "summaries.stop() ends it."
-        )
-    if way.hint:
-        print(way.hint)
-    from IPython.display import HTML, display
+        if way.hint:
+            print(way.hint)
+        from IPython.display import HTML, display
 
-    display(HTML(_frame_html(way.url, height)))
+        display(HTML(_frame_html(way.url, height)))
 
 
 def running() -> list[TensorBoard]:
@@ -317,11 +281,8 @@ def stop(logdir=None) -> int:
     Returns:
         How many were stopped.
     """
-    if logdir is None:
-        boards = list(_INSTANCES.values())
-    else:
-        board = _INSTANCES.get(Path(logdir).resolve())
-        boards = [board] if board is not None else []
+    paths = list(_INSTANCES) if logdir is None else [Path(logdir).resolve()]
+    boards = [_INSTANCES[path] for path in paths if path in _INSTANCES]
     for board in boards:
         board.stop()
     return len(boards)

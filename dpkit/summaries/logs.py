@@ -1,8 +1,5 @@
-"""Reading event files back into plain Python, with TensorBoard's own reader (lesson 06).
-
-Introduced in lesson 06. :func:`read` loads every run under a folder into a :class:`Logs`
-(scalars, :class:`Histogram` s, images, texts, graphs), so a notebook can plot them with
-matplotlib and a test can compare them with what was written.
+"""Event files read back into plain Python by TensorBoard's own reader (introduced in lesson 06):
+:func:`read`, for a notebook to plot them and a test to compare them with what was written.
 """
 
 from __future__ import annotations
@@ -129,12 +126,10 @@ def _load_run(folder: Path) -> Logs:
                 for s, a in arrays
             ]
         elif plugin == "graph_run_metadata_graph":
-            graphs = []
-            for s, a in arrays:
-                meta = config_pb2.RunMetadata()
-                meta.ParseFromString(np.asarray(a).reshape(-1)[0])
-                graphs.append((s, meta))
-            logs.graphs[tag] = graphs
+            logs.graphs[tag] = [
+                (s, config_pb2.RunMetadata.FromString(np.asarray(a).reshape(-1)[0]))
+                for s, a in arrays
+            ]
         else:
             logs.other[tag] = arrays
     for tag in acc.Tags()["scalars"]:  # written the TF1 way (simple_value)

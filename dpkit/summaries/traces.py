@@ -1,9 +1,5 @@
-"""Graph and profiler traces: which device runs each op, and when (lesson 06).
-
-Introduced in lesson 06. :func:`trace_graph` exports the graph of a ``tf.function`` call,
-as placed on the devices; :func:`placement` lists which device runs each op of it (read
-back with ``summaries.read``). :func:`profile_steps` records a profiler trace of a few
-steps; :func:`read_profile` reads its op executions back.
+"""Graph and profiler traces, introduced in lesson 06: which device runs each op
+(:func:`trace_graph`, :func:`placement`), and when (:func:`profile_steps`, :func:`read_profile`).
 """
 
 from __future__ import annotations
@@ -130,7 +126,8 @@ def profile_steps(step_fn, batches, logdir) -> Path:
     batches = list(batches)
     if not batches:
         raise ValueError("profile_steps needs at least one batch to run.")
-    before = set(glob.glob(str(Path(logdir) / "plugins" / "profile" / "*" / "*.xplane.pb")))
+    pattern = str(Path(logdir) / "plugins" / "profile" / "*" / "*.xplane.pb")
+    before = set(glob.glob(pattern))
     try:
         tf.profiler.experimental.start(str(logdir))
     except (tf.errors.AlreadyExistsError, tf.errors.UnavailableError) as err:
@@ -145,18 +142,14 @@ def profile_steps(step_fn, batches, logdir) -> Path:
                 tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, result)
     finally:
         tf.profiler.experimental.stop()
-    after = set(glob.glob(str(Path(logdir) / "plugins" / "profile" / "*" / "*.xplane.pb")))
-    new = sorted(after - before) or sorted(after)
-    return Path(new[-1])
+    after = set(glob.glob(pattern))
+    return Path((sorted(after - before) or sorted(after))[-1])
 
 
 def _xplane_pb2():
-    for module in (
-        "tensorflow.tsl.profiler.protobuf.xplane_pb2",
-        "tsl.profiler.protobuf.xplane_pb2",
-    ):
-        if importlib.util.find_spec(module.rsplit(".", 1)[0]) is not None:
-            return importlib.import_module(module)
+    for package in ("tensorflow.tsl.profiler.protobuf", "tsl.profiler.protobuf"):
+        if importlib.util.find_spec(package) is not None:
+            return importlib.import_module(package + ".xplane_pb2")
     raise RuntimeError(
         "cannot find TensorFlow's XPlane protocol buffers to read a profiler trace; "
         "install TensorFlow 2.12 or newer."
@@ -204,15 +197,7 @@ def read_profile(path) -> list[ProfiledOp]:
                 node, _, op_type = label.partition(":")
                 if not node or not op_type or ":" in op_type or " " in label:
                     continue  # runtime events (EagerExecute, Foo::Bar, "X: __inference_f")
-                ops.append(
-                    ProfiledOp(
-                        node,
-                        op_type,
-                        plane.name,
-                        line.name,
-                        line.timestamp_ns + event.offset_ps / 1e3,
-                        event.duration_ps / 1e3,
-                        {stat_names.get(s.metadata_id, "?"): value(s) for s in event.stats},
-                    )
-                )
+                start, duration = line.timestamp_ns + event.offset_ps / 1e3, event.duration_ps / 1e3
+                stats = {stat_names.get(s.metadata_id, "?"): value(s) for s in event.stats}
+                ops.append(ProfiledOp(node, op_type, plane.name, line.name, start, duration, stats))
     return sorted(ops, key=lambda op: op.start_ns)

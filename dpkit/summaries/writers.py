@@ -1,12 +1,5 @@
-"""Run folders and summary writers: what lesson 06 writes for TensorBoard.
-
-Introduced in lesson 06. :func:`open_run` makes a fresh folder for one run (under
-``runs/``, which git ignores) with a ``train`` and a ``test`` summary writer: TensorBoard
-shows each sub-folder as a *run*, so the two loss curves share one chart.
-:func:`variable_summaries` writes a tensor's mean, standard deviation, min, max and
-histogram under one name scope (the book chapter's helper, in TF2).
-:func:`make_logged_tower_step` is the tower step of ``dpkit.towers`` that also returns each
-tower's loss; :func:`tower_scalars` writes them next to the average.
+"""Run folders and summary writers (introduced in lesson 06): :func:`open_run`, then
+:func:`variable_summaries` (the book chapter's helper, in TF2) and :func:`tower_scalars`.
 """
 
 from __future__ import annotations
@@ -27,15 +20,11 @@ EVENT_FILE_PATTERN = "*tfevents*"
 _NAME_OK = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
-# --- Run folders and writers ---------------------------------------------------------------
-
-
 def runs_root() -> Path:
     """Where run folders go: ``$DPKIT_RUNS``, else ``runs/`` in the checkout, else ``./runs``.
 
-    The checkout's ``runs/`` is listed in ``.gitignore``, and using it whatever the
-    working directory (a lesson runs in ``lessons/``, the tests at the top) keeps every
-    run in one place.
+    The checkout's ``runs/`` is git-ignored; using it from any working directory (a lesson
+    runs in ``lessons/``, the tests at the top) keeps every run in one place.
     """
     if os.environ.get(RUNS_ENV):
         return Path(os.environ[RUNS_ENV])
@@ -165,9 +154,6 @@ def open_run(experiment: str, name: str | None = None, *, root=None, writers=("t
     return Run(path, writers)
 
 
-# --- Summaries -----------------------------------------------------------------------------
-
-
 def _require_writer(what: str) -> None:
     import tensorflow as tf
 
@@ -287,12 +273,7 @@ def make_logged_tower_step(
     """
     from dpkit import towers
 
+    options = dict(where_variables=where_variables, loss_fn=loss_fn, weighted=weighted)
     return towers.make_tower_train_step(
-        model,
-        optimizer,
-        devices,
-        where_variables=where_variables,
-        loss_fn=loss_fn,
-        weighted=weighted,
-        return_tower_losses=True,
+        model, optimizer, devices, return_tower_losses=True, **options
     )
