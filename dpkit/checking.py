@@ -9,6 +9,7 @@ switched off.
 from __future__ import annotations
 
 import contextlib
+import sys
 
 
 @contextlib.contextmanager
@@ -35,11 +36,18 @@ def switched_off(module, *names: str):
 
         return refused
 
-    saved = {name: getattr(module, name) for name in names}
+    # The same object may be re-exported by another dpkit module (bench.Report is
+    # report.Report): switch it off under that name everywhere in dpkit.
+    dpkit = [m for n, m in list(sys.modules.items()) if n.startswith("dpkit.") and m is not None]
+    saved = []
     for name in names:
-        setattr(module, name, refuse(name))
+        original = getattr(module, name)
+        for holder in {id(m): m for m in [module, *dpkit]}.values():
+            if holder is module or getattr(holder, name, None) is original:
+                saved.append((holder, name, getattr(holder, name)))
+                setattr(holder, name, refuse(name))
     try:
         yield
     finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+        for holder, name, value in saved:
+            setattr(holder, name, value)

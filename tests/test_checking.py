@@ -29,3 +29,14 @@ def test_a_name_the_module_lacks_is_a_mistake_in_the_check():
         checking.switched_off(towers, "split_evnly"),
     ):
         pass
+
+
+def test_a_re_exported_name_is_switched_off_where_it_lives_too():
+    from dpkit import bench, report
+
+    assert bench.Report is report.Report
+    with checking.switched_off(bench, "Report"):
+        for module in (bench, report):
+            with pytest.raises(AssertionError, match="the exercise is to write it yourself"):
+                module.Report([])
+    assert bench.Report is report.Report and report.Report.__name__ == "Report"
