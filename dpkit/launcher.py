@@ -32,6 +32,7 @@ import dataclasses
 import json
 import os
 import re
+import textwrap
 
 from dpkit import _checks
 
@@ -214,7 +215,7 @@ def _parser(prog: str, flag: _Spelling) -> argparse.ArgumentParser:
         example += f"\n  {prog} --tf1 --job-name={job} --task-index={index} {_example()}"
     p = _Parser(
         prog=prog,
-        description=(
+        description=textwrap.fill(
             "Run one task (ps, worker or chief) of a TensorFlow cluster: give the task with "
             "--job-name, --task-index and the host lists, or in TF_CONFIG. Every task of a "
             "cluster gets the same host lists. Each flag also takes TF1's spelling, with "
