@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         from dpkit.programs import task
 
         code = task.main(argv[1:], prog=f"{prog} task")
-        if own_process and "tensorflow" in sys.modules:
+        if own_process:  # a ps has a gRPC server it cannot stop: never run the teardown
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)  # skip TensorFlow's slow and noisy teardown, as every dpkit program does
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             print(f"{where}: error: {err}", file=sys.stderr)
             return EXIT_USAGE
         return work()
-    except RuntimeError as err:
+    except (RuntimeError, ValueError) as err:  # the work started: a failure, not a usage error
         print(f"{where}: error: {err}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:

@@ -36,8 +36,8 @@ def whole(value, what: str, minimum: int = 0, example: str = "") -> int:
 
 
 def positive(value, what: str, example: str = "", unit: str = "number") -> float:
-    """``value`` as a float, if it is a finite number above 0 (``unit`` names its kind)."""
-    if not is_real(value) or not value > 0:
+    """``value`` as a float, if it is above 0 (``inf`` switches a timeout off; NaN fails)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         article = "an" if unit[:1] in "aeiou" else "a"
         raise ValueError(
             f"{what} must be {article} positive {unit}, got {value!r}{_then(example)}."

@@ -79,6 +79,8 @@ class Child:
             same file as stderr (a log, read back with :meth:`output`).
         stdin: give the child a pipe to write lines to (:meth:`send`); else no stdin.
         env: variables added to :func:`child_env`.
+        grace: seconds between SIGTERM and SIGKILL when it is closed at exit (TensorBoard
+            cleans up its helpers and files on SIGTERM); 0 kills at once.
     """
 
     def __init__(
@@ -90,8 +92,10 @@ class Child:
         lines: queue.Queue | None = None,
         stdin: bool = False,
         env: dict | None = None,
+        grace: float = 0.0,
     ):
-        self.name, self.kind, self.lines = name or str(argv[0]), kind, lines
+        self.name, self.kind, self.lines, self.grace = name or str(argv[0]), kind, lines, grace
+        self._reaped = False
         self._log = tempfile.TemporaryFile(prefix="dpkit-")  # noqa: SIM115 -- closed in close()
         self.proc = subprocess.Popen(
             [str(a) for a in argv],
@@ -173,22 +177,27 @@ class Child:
         ``grace`` > 0 sends SIGTERM first and waits that long before SIGKILL (TensorBoard
         cleans up its helper processes on SIGTERM).
         """
-        if self.proc.stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self.proc.stdin.close()
+        if self._reaped:  # once only: its PID may belong to another process by now
+            return self.proc.returncode
         if grace > 0 and self.proc.poll() is None:
             self.signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(grace)
         self.signal(signal.SIGKILL)  # also stragglers of a child that already ended
         code = self.proc.wait()
+        self._reaped = True
+        if self.proc.stdin is not None:  # after the kill: a blocked send() cannot hold it up
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.stdin.close()
         with _live_lock:
-            _live.pop(self.proc.pid, None)
+            if _live.get(self.proc.pid) is self:
+                del _live[self.proc.pid]
         return code
 
-    def close(self, grace: float = 0.0) -> str:
-        """:meth:`kill`, let the reader finish, release the files; return the stderr tail."""
-        self.kill(grace)
+    def close(self, grace: float | None = None) -> str:
+        """:meth:`kill` (``grace`` defaults to the child's), let the reader finish, release
+        the files; return the stderr tail."""
+        self.kill(self.grace if grace is None else grace)
         if self._reader is not None:
             self._reader.join(timeout=5)
         text = self.tail()
@@ -227,7 +236,7 @@ def record(**values) -> None:
 
 def parse_record(line: str) -> dict | None:
     """The record a stdout line holds, or ``None`` for a log line."""
-    text = line.strip()
+    text = line.rpartition("\r")[2].strip()  # after any progress bar redrawn with \r
     if not text.startswith("{"):
         return None
     try:

@@ -282,8 +282,10 @@ def parse(
     flag = _Spelling(argv)
     try:
         args = _parser(prog, flag).parse_args(argv)
-    except argparse.ArgumentError as error:  # from a type= check: its message names the flag
-        raise LaunchError(error.message) from None
+    except argparse.ArgumentError as error:
+        if isinstance(error.__context__, LaunchError):  # a type= check: it names the flag
+            raise LaunchError(error.message) from None
+        raise LaunchError(f"{error}; see {prog} --help") from None
 
     given = (args.job_name, args.task_index, args.ps_hosts, args.worker_hosts, args.chief_hosts)
     notes = []

@@ -136,7 +136,8 @@ def _start(path: Path, timeout: float) -> TensorBoard:
     for _attempt in range(3):  # another program may take the free port before TensorBoard
         port = _procs.free_port(HOST)
         argv = [sys.executable, "-c", SERVE, "--logdir", path, "--host", HOST, "--port", port]
-        child = _procs.Child(argv, name="tensorboard", kind="tensorboard")  # stdout, stderr: a log
+        # stdout and stderr go to its log; SIGTERM at exit lets it clean up its files
+        child = _procs.Child(argv, name="tensorboard", kind="tensorboard", grace=5.0)
         board = TensorBoard(path, port, child)
         try:
             deadline = time.monotonic() + timeout
