@@ -30,7 +30,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from dpkit import _checks, _procs, bench, tasks
+from dpkit import _checks, _procs, bench
 
 BASELINE = "1 process, 1 thread"
 
@@ -210,7 +210,7 @@ def compare(
     say = echo or (lambda line: None)
     result = Comparison(model, int(global_batch), workers, int(window_steps), pinned=pin)
     result.cores, result.threads = cores, {name: plan[name][2] for name in names}
-    with tasks.Group(timeout=timeout, echo=None) as group:
+    with _procs.Group(timeout=timeout, echo=None) as group:  # tasks.Group's plumbing
         tasks_of = {}
         for name, (procs, pin_to, threads) in plan.items():
             hosts = [f"127.0.0.1:{_procs.free_port()}" for _ in range(procs)]
@@ -219,7 +219,8 @@ def compare(
                 spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
                 env = {"TF_CONFIG": json.dumps(spec)} if procs > 1 else {}
                 core = pin_to[i] if (pin and pin_to) else -1
-                group.start(task, "pinned", *common, "--core", core, "--threads", threads, env=env)
+                argv = _procs.program_argv("pinned", *common, "--core", core, "--threads", threads)
+                group.start(task, argv, env=env)
         say(f"started {sum(len(t) for t in tasks_of.values())} processes; warming up")
         for name, members in tasks_of.items():
             for task in members:

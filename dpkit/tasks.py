@@ -13,9 +13,6 @@ weights from :func:`digits`, :func:`digits_batches` and :func:`softmax_init`.
 
 from __future__ import annotations
 
-import queue
-import time
-
 from dpkit import _checks, _procs
 
 #: The programs :meth:`Group.start` runs (see :mod:`dpkit.programs`).
@@ -24,12 +21,12 @@ PROGRAMS = ("mwms", "tf1", "task", "pinned")
 RECORDS_VARIABLE = "DPKIT_RECORDS"
 
 
-class TaskFailedError(RuntimeError):
-    """A task's process exited with an error (its stderr is in the message)."""
+#: Raised when a task's process exits with an error (its stderr is in the message).
+TaskFailedError = _procs.TaskFailedError
 
 
-class Group:
-    """Child processes, one per task, as a context manager.
+class Group(_procs.Group):
+    """Child processes, one per task, each running a dpkit program, as a context manager.
 
     Introduced in lesson 07::
 
@@ -41,24 +38,14 @@ class Group:
         group.records["worker:0"]  # [{"step": 0, "loss": ...}, ...]
         group.arguments["worker:0"]  # ["--steps", "20"]: what start was given
 
+    The rest (``send``, ``wait_for``, ``wait``, ``kill``, ``close``, ``pids``) is the
+    plumbing's ``_procs.Group``, which ``dpkit.pinned`` of lesson 05 uses too.
+
     Args:
-        timeout: seconds any one :meth:`wait` or :meth:`wait_for` may take before every
-            child is killed and ``TimeoutError`` is raised.
+        timeout: seconds any one ``wait`` or ``wait_for`` may take before every child is
+            killed and ``TimeoutError`` is raised.
         echo: called with each log line (``print`` by default; ``None`` for silence).
     """
-
-    def __init__(self, timeout: float = 120.0, echo=print):
-        self.timeout = _checks.positive_seconds(timeout, "timeout")
-        self.echo = echo
-        self.records: dict[str, list[dict]] = {}
-        self.arguments: dict[str, list[str]] = {}  # name -> the program's arguments, as given
-        self._children: dict[str, _procs.Child] = {}
-        self._lines: queue.Queue = queue.Queue()  # (child, line or None at its end), from all
-        self._cursor: dict[str, int] = {}
-        self._ended: dict[str, bool] = {}
-        self._killed: set[str] = set()
-
-    # -- starting
 
     def start(
         self, name: str, program: str, *args, env: dict | None = None, wrap: list | None = None
@@ -69,122 +56,9 @@ class Group:
         then becomes it, e.g. ``["ip", "netns", "exec", "host1"]``.
         """
         _checks.one_of(program, PROGRAMS, "program")
-        if name in self._children:
-            raise ValueError(f"a task named {name!r} was already started in this group.")
-        child = _procs.Child(
-            [*(wrap or []), *_procs.program_argv(program, *args)],
-            name=name,
-            kind="task",
-            lines=self._lines,
-            stdin=True,
-            env={RECORDS_VARIABLE: "1", **(env or {})},
-        )
-        self._children[name] = child
-        self.arguments[name] = [str(a) for a in args]
-        self.records[name], self._cursor[name], self._ended[name] = [], 0, False
-        return child.pid
-
-    # -- talking to the children
-
-    @property
-    def pids(self) -> dict[str, int]:
-        """``{name: pid}`` of the children still running."""
-        return {n: c.pid for n, c in self._children.items() if c.running()}
-
-    def send(self, name: str, text: str = "") -> None:
-        """Write one line to task ``name``'s stdin."""
-        if not self._children[name].send(text):
-            self._raise_failed(name)
-
-    def _pump(self, deadline: float, waiting: str) -> None:
-        """Handle one line (or EOF) from any child; raise TimeoutError past the deadline."""
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            self.close()
-            raise TimeoutError(
-                f"{waiting} took more than {self.timeout:g} s; every task was stopped. "
-                "Raise the Group's timeout on a slow machine."
-            )
-        try:
-            child, line = self._lines.get(timeout=min(remaining, 0.5))
-        except queue.Empty:
-            return
-        if line is None:
-            self._ended[child.name] = True
-            return
-        record = _procs.parse_record(line)
-        if record is not None:
-            self.records[child.name].append(record)
-        elif self.echo is not None and line.strip():
-            self.echo(f"[{child.name}] {line}")
-
-    def wait_for(self, name: str, key: str, timeout: float | None = None) -> dict:
-        """The next record of task ``name`` that holds ``key`` (older ones are skipped).
-
-        Raises:
-            TaskFailedError: the task ended without sending it.
-            TimeoutError: it did not come within ``timeout`` (default: the group's).
-        """
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        while True:
-            found = self.records[name][self._cursor[name] :]
-            for i, record in enumerate(found):
-                if key in record:
-                    self._cursor[name] += i + 1
-                    return record
-            self._cursor[name] = len(self.records[name])
-            if self._ended[name]:
-                self._children[name].wait()
-                self._raise_failed(name, f"ended without reporting {key!r}")
-            # a task that failed (not one we killed) ends the wait: in a collective the
-            # others would otherwise wait for it until the timeout
-            self._raise_if_failed(skip={name, *self._killed})
-            self._pump(deadline, f"waiting for {key!r} from task {name}")
-
-    def wait(self, timeout: float | None = None) -> dict[str, int]:
-        """Wait for every child to end; return ``{name: exit code}`` (all 0).
-
-        Raises:
-            TaskFailedError: a child exited with an error (the others are killed).
-            TimeoutError: they did not all end within ``timeout`` (default: the group's).
-        """
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        while not all(self._ended.values()):
-            running = sorted(n for n, ended in self._ended.items() if not ended)
-            self._pump(deadline, f"waiting for {', '.join(running)} to finish")
-            self._raise_if_failed()
-        return {n: c.wait() for n, c in self._children.items()}
-
-    def _raise_if_failed(self, skip=()) -> None:
-        """Raise :class:`TaskFailedError` for a task (not in ``skip``) that ended with an error."""
-        for name, ended in self._ended.items():
-            if ended and name not in skip and self._children[name].wait() != 0:
-                self._raise_failed(name)
-
-    def _raise_failed(self, name: str, what: str = "failed") -> None:
-        child = self._children[name]
-        code = child.poll()
-        error = child.tail(2000) or "(empty stderr)"
-        self.close()
-        raise TaskFailedError(f"task {name} {what} (exit code {code}); its stderr:\n{error}")
-
-    # -- stopping
-
-    def kill(self, name: str) -> None:
-        """Kill one task's process group (SIGKILL) and reap it."""
-        self._killed.add(name)
-        self._children[name].kill()
-
-    def close(self) -> None:
-        """Kill every child's process group and reap it. Safe to call twice."""
-        for child in self._children.values():
-            child.close()
-
-    def __enter__(self) -> Group:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        argv = [*(wrap or []), *_procs.program_argv(program, *args)]
+        env = {RECORDS_VARIABLE: "1", **(env or {})}
+        return super().start(name, argv, env=env, arguments=list(args))
 
 
 # ----------------------------------------------------------------------------- data

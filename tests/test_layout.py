@@ -9,13 +9,18 @@ and line that breaks a rule.
   ``dpkit._checks``, are underscore *modules* with public names inside: they are fine);
 * the imports among dpkit's modules, at module level and inside functions, have no cycle;
 * imports go down the tiers: plumbing imports no other dpkit module, and lesson modules
-  never import ``dpkit.programs``.
+  never import ``dpkit.programs``;
+* a lesson module imports only modules of its own or earlier lessons (the lesson of a
+  module is the first notebook in lessons/ that imports it), but for the known exceptions
+  in ``AHEAD``.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import pathlib
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -350,6 +355,63 @@ def upward_imports(modules) -> list[str]:
 
 def test_imports_go_down_the_tiers(modules):
     _report(upward_imports(modules), "imports that go up the tiers")
+
+
+#: Lesson-module imports of a later lesson's module, kept on purpose: lesson 02's tower step
+#: (towers, and its TF1 twin in compat) averages with the gradients module that lesson 03
+#: explains; lesson 02 writes the average inline first.
+AHEAD = {("dpkit.towers", "dpkit.gradients"), ("dpkit.compat", "dpkit.gradients")}
+
+
+def first_lessons(root: pathlib.Path = ROOT) -> dict[str, int]:
+    """``{"dpkit.towers": 2, ...}``: the first lesson whose code imports each module."""
+    first = {}
+    for path in sorted((root / "lessons").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        names = [
+            n
+            for group in re.findall(r"from dpkit import ([\w, ]+)", code)
+            for n in group.split(",")
+        ]
+        names += re.findall(r"from dpkit\.(\w+)", code)
+        for name in names:
+            first.setdefault(f"dpkit.{name.strip()}", int(path.name[:2]))
+    return first
+
+
+def later_lesson_imports(modules, lessons: dict[str, int]) -> list[str]:
+    problems = []
+    for m in modules.values():
+        top = ".".join(m.name.split(".")[:2])  # a package's modules belong to its lesson
+        for imported, line in m.imports:
+            target = ".".join(imported.split(".")[:2])
+            if m.tier != "lesson" or target == top or (top, target) in AHEAD:
+                continue
+            if lessons.get(target, -1) > lessons.get(top, 99):
+                problems.append(
+                    _problem(
+                        m,
+                        line,
+                        f"{top} (lesson {lessons[top]:02d}) imports {target}, which lesson "
+                        f"{lessons[target]:02d} introduces: move what both need down a tier",
+                    )
+                )
+    return sorted(set(problems))
+
+
+def test_lesson_modules_import_only_earlier_lessons(modules):
+    lessons = first_lessons()
+    assert lessons["dpkit.devices"] == 0 and lessons["dpkit.launcher"] == 8, lessons
+    _report(later_lesson_imports(modules, lessons), "imports of a later lesson's module")
+
+
+def test_the_lesson_order_check_sees_the_known_exceptions(modules, monkeypatch):
+    monkeypatch.setitem(globals(), "AHEAD", set())
+    found = {
+        p.split(": ")[1].split(" (")[0] for p in later_lesson_imports(modules, first_lessons())
+    }
+    assert found == {"dpkit.towers", "dpkit.compat"}, found
 
 
 # --- the checker itself, on small made-up packages ------------------------------------------

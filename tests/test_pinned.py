@@ -3,7 +3,7 @@ ends with the same weights in every worker and the same as one process on the wh
 
 import pytest
 
-from dpkit import pinned, tasks
+from dpkit import _procs, pinned, tasks
 from tests import procs
 
 
@@ -66,14 +66,15 @@ def test_a_worker_that_fails_is_reported_and_reaped(monkeypatch):
     if len(pinned.usable_cores()) < 2:
         pytest.skip("pinned workers need at least 2 usable cores")
     started = []
-    real_start = tasks.Group.start
+    real_start = _procs.Group.start
 
-    def start(self, name, program, *args, **kwargs):
-        args = ["--core", "9999"] if "pinned workers #1" in name else args  # a core nobody has
-        started.append(real_start(self, name, program, *args, **kwargs))
+    def start(self, name, argv, **kwargs):
+        if "pinned workers #1" in name:  # a core nobody has
+            argv = _procs.program_argv("pinned", "--core", "9999")
+        started.append(real_start(self, name, argv, **kwargs))
         return started[-1]
 
-    monkeypatch.setattr(tasks.Group, "start", start)
+    monkeypatch.setattr(_procs.Group, "start", start)
     with pytest.raises(tasks.TaskFailedError, match="pinned workers #1"):
         pinned.compare(model="mnist_mlp", global_batch=64, rounds=1, window_steps=1, timeout=300)
     assert all(procs.wait_gone(pid, 60) for pid in started)
