@@ -53,10 +53,6 @@ TARGETS = (  # (contender, over, at least)
 WARMUP_CALLS = 3
 
 
-def _reply(**values) -> None:
-    print(json.dumps(values), flush=True)
-
-
 def _next_command() -> str:
     line = sys.stdin.readline()
     return line.strip() if line else "quit"
@@ -121,9 +117,9 @@ def _child(name: str, per_call: int, args) -> int:
                     return
                 float(logs["loss"])  # waits for the last step
                 if self.start is not None:
-                    _reply(seconds=time.perf_counter() - self.start)
+                    _procs.record(seconds=time.perf_counter() - self.start)
                 else:
-                    _reply(ready=name, **machine)
+                    _procs.record(ready=name, **machine)
                 if _next_command() != "run":
                     self.model.stop_training = True
                     return
@@ -145,7 +141,7 @@ def _child(name: str, per_call: int, args) -> int:
             # Keras 3 fit with steps_per_execution > 1 under MirroredStrategy fails in
             # graph building (keras-team/keras#19246, open); say so instead of timing nothing
             first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-            _reply(failed=f"{type(error).__name__}: {first}", **machine)
+            _procs.record(failed=f"{type(error).__name__}: {first}", **machine)
         return 0
 
     kind = {"single device": "single", "dpkit towers": "towers"}.get(name, "mirrored")
@@ -154,13 +150,13 @@ def _child(name: str, per_call: int, args) -> int:
     )
     for _ in range(WARMUP_CALLS):
         float(step())  # tracing and first-step costs
-    _reply(ready=name, **machine)
+    _procs.record(ready=name, **machine)
     while _next_command() == "run":
         start = time.perf_counter()
         for _ in range(calls_per_round):
             loss = step()
         float(loss)  # waits for the last step
-        _reply(seconds=time.perf_counter() - start)
+        _procs.record(seconds=time.perf_counter() - start)
     return 0
 
 
