@@ -38,14 +38,13 @@ def switched_off(module, *names: str):
 
     # The same object may be re-exported by another dpkit module (bench.Report is
     # report.Report): switch it off under that name everywhere in dpkit.
-    dpkit = [m for n, m in list(sys.modules.items()) if n.startswith("dpkit.") and m is not None]
+    dpkit = [m for n, m in list(sys.modules.items()) if n.startswith("dpkit.") and m is not module]
     saved = []
     for name in names:
         original = getattr(module, name)
-        for holder in {id(m): m for m in [module, *dpkit]}.values():
-            if holder is module or getattr(holder, name, None) is original:
-                saved.append((holder, name, getattr(holder, name)))
-                setattr(holder, name, refuse(name))
+        for holder in [module, *(m for m in dpkit if getattr(m, name, None) is original)]:
+            saved.append((holder, name, original))
+            setattr(holder, name, refuse(name))
     try:
         yield
     finally:
