@@ -157,10 +157,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     prog = prog or program_name()
     if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, its exit codes
+        from dpkit import programs
         from dpkit.programs import task
 
         code = task.main(argv[1:], prog=f"{prog} task")
-        if own_process:  # a ps has a gRPC server it cannot stop: never run the teardown
+        if (
+            own_process and not programs.leave_through_barrier
+        ):  # a ps has a gRPC server it cannot stop: never run the teardown
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)  # skip TensorFlow's slow and noisy teardown, as every dpkit program does

@@ -27,3 +27,10 @@ PROGRAMS = {
     "pinned": "dpkit.programs.pinned:main",
     "task": "dpkit.programs.task:main",
 }
+
+#: Set to True by a program whose process joined a collective (``MultiWorkerMirroredStrategy``):
+#: the router then ends it through Python's and TensorFlow's normal exit, which waits at
+#: TensorFlow's shutdown barrier until every worker is done. ``os._exit`` (what the router
+#: uses otherwise, to skip a slow teardown) could leave while a slower peer is still fetching
+#: this worker's share of the last all-reduce, and that peer's step fails ("Socket closed").
+leave_through_barrier = False

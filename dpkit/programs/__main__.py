@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-from dpkit import _procs
+from dpkit import _procs, programs
 from dpkit.programs import PROGRAMS
 
 
@@ -28,4 +28,6 @@ if __name__ == "__main__":
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
+    if programs.leave_through_barrier:  # a collective worker waits for its peers
+        sys.exit(code or 0)
     os._exit(code or 0)  # skip TensorFlow's slow and noisy teardown: everything is reported

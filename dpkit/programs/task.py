@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from dpkit import _procs, cluster, launcher, tasks
+from dpkit import _procs, cluster, launcher, programs, tasks
 from dpkit.launcher import LaunchError, Task
 from dpkit.programs import server, workers
 
@@ -253,6 +253,7 @@ class Mirrored(Flavour):
         import tensorflow as tf
 
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        programs.leave_through_barrier = True
         members = ["chief:0"] if task.cluster.get("chief") else []
         members += [f"worker:{i}" for i in range(task.num_workers)]
         rank, size = members.index(task.name), len(members)

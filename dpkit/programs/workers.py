@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from dpkit import _procs, tasks
+from dpkit import _procs, programs, tasks
 
 # ----------------------------------------------------------------------------- shared pieces
 
@@ -238,6 +238,7 @@ def mwms_main(argv: list[str]) -> int:
     x, y = x[:, mine], y[:, mine]  # this worker's slice of every global batch
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    programs.leave_through_barrier = True
     print(f"joined the collective as worker {index} of {workers}", flush=True)
     w0, b0 = tasks.softmax_init(x.shape[-1], 10, args.seed)
     with strategy.scope():
