@@ -1,0 +1,198 @@
+"""Model cards and hardware cards for the cost model of :mod:`dpkit.scaling` (lesson 09).
+
+A *model card* holds a model's trainable parameters and forward FLOPs per example, counted
+from the Keras model itself (:func:`dpkit.models.count_params`,
+:func:`dpkit.models.flops_per_example`): the published ImageNet models come from
+``keras.applications`` with ``weights=None`` (nothing is downloaded), AlexNet is built here
+layer by layer (Keras has no AlexNet), and the workbook's own models from :mod:`dpkit.models`.
+
+A *hardware card* holds a device's achievable FLOP/s and the links between devices, with
+the source of every number. :func:`this_machine` makes one from a measurement
+(:func:`dpkit.calibrate.measure`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from dpkit import models
+from dpkit.scaling import Hardware, Link, ModelCard, gbit
+
+#: name -> (Keras application class name or None, input size, what it is)
+PUBLISHED_MODELS = {
+    "alexnet": (None, 227, "AlexNet as TensorFlow's benchmarks built it (one tower, 227x227)"),
+    "vgg16": ("VGG16", 224, "VGG-16, keras.applications.VGG16"),
+    "inception_v3": ("InceptionV3", 299, "Inception V3, keras.applications.InceptionV3"),
+    "resnet50": ("ResNet50", 224, "ResNet-50, keras.applications.ResNet50"),
+    "resnet101": ("ResNet101", 224, "ResNet-101, keras.applications.ResNet101"),
+    "resnet152": ("ResNet152", 224, "ResNet-152, keras.applications.ResNet152"),
+}
+MODEL_NAMES = tuple(PUBLISHED_MODELS) + tuple(models.MODELS)
+DISPLAY = {
+    "alexnet": "AlexNet",
+    "vgg16": "VGG-16",
+    "inception_v3": "Inception V3",
+    "resnet50": "ResNet-50",
+    "resnet101": "ResNet-101",
+    "resnet152": "ResNet-152",
+    "lenet5": "LeNet-5",
+    "cifar10_cnn": "CIFAR-10 CNN",
+    "mnist_mlp": "MNIST MLP",
+}
+
+
+def alexnet(input_size: int = 227, num_classes: int = 1000):
+    """AlexNet as TensorFlow's ``tf_cnn_benchmarks`` built it: five convolutions (64, 192,
+    384, 384, 256 filters), three max-pools and two 4096-wide dense layers, one tower."""
+    import keras
+    from keras import layers
+
+    return keras.Sequential(
+        [
+            keras.Input((input_size, input_size, 3)),
+            layers.Conv2D(64, 11, strides=4, activation="relu"),
+            layers.MaxPooling2D(3, 2),
+            layers.Conv2D(192, 5, padding="same", activation="relu"),
+            layers.MaxPooling2D(3, 2),
+            layers.Conv2D(384, 3, padding="same", activation="relu"),
+            layers.Conv2D(384, 3, padding="same", activation="relu"),
+            layers.Conv2D(256, 3, padding="same", activation="relu"),
+            layers.MaxPooling2D(3, 2),
+            layers.Flatten(),
+            layers.Dense(4096, activation="relu"),
+            layers.Dense(4096, activation="relu"),
+            layers.Dense(num_classes),
+        ],
+        name="alexnet",
+    )
+
+
+def build(name: str):
+    """The Keras model behind a card (random weights, nothing downloaded)."""
+    if name not in MODEL_NAMES:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}.")
+    if name in models.MODELS:
+        return models.build(name)
+    application, size, _ = PUBLISHED_MODELS[name]
+    if application is None:
+        return alexnet(size)
+    import keras
+
+    return getattr(keras.applications, application)(weights=None, input_shape=(size, size, 3))
+
+
+#: the published models' cards, counted by ``tools/model_cards.py`` (building the six Keras
+#: models takes about 20 s; the file saves the lesson that wait, and a test recounts them)
+CARDS_FILE = Path(__file__).with_name("model_cards.json")
+
+
+def count(name: str) -> ModelCard:
+    """Build the Keras model and count its trainable parameters and forward FLOPs.
+
+    Raises:
+        ValueError: an unknown name (the message lists the known ones).
+    """
+    model = build(name)
+    if name in models.MODELS:
+        source = f"dpkit.models.{name}, counted by dpkit.models"
+    else:
+        source = PUBLISHED_MODELS[name][2] + ", counted by dpkit.models"
+    card = ModelCard(
+        DISPLAY.get(name, name),
+        models.count_params(model),
+        float(models.flops_per_example(model)),
+        source=source,
+    )
+    del model
+    import keras
+
+    keras.backend.clear_session()  # free the big models' variables
+    return card
+
+
+@functools.cache
+def model_card(name: str) -> ModelCard:
+    """The card of a model: the published ones from :data:`CARDS_FILE` (counted by
+    :func:`count`), the workbook's own counted now.
+
+    Raises:
+        ValueError: an unknown name (the message lists the known ones).
+    """
+    if name not in MODEL_NAMES:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}.")
+    if name in models.MODELS:
+        return count(name)
+    stored = json.loads(CARDS_FILE.read_text())
+    return ModelCard(**stored[name])
+
+
+# ----------------------------------------------------------------------------- hardware
+
+#: NVIDIA Tesla P100 (SXM2) fp32 peak, from NVIDIA's P100 data sheet
+P100_PEAK_FLOPS = 10.6e12
+#: one GK210 (half a Tesla K80 board, what a cloud "K80 GPU" is) fp32 peak at boost clock
+K80_PEAK_FLOPS = 4.37e12
+
+HARDWARE = {
+    "dgx1": Hardware(
+        "DGX-1 (8x P100, NVLink)",
+        device_flops_per_s=0.5 * P100_PEAK_FLOPS,
+        devices_per_node=8,
+        intra=Link(5e-6, 20e9),  # NVLink 1: 20 GB/s per link and direction
+        host=Link(5e-6, 8e9),  # PCIe 3.0 x16, shared by two GPUs per switch
+        source="NVIDIA DGX-1 and Tesla P100 data sheets (2016-17); achievable rate: half the peak",
+    ),
+    "p100_roce25": Hardware(
+        "P100 servers (4 GPUs) over 25 Gbit/s RoCE",
+        device_flops_per_s=0.5 * P100_PEAK_FLOPS,
+        devices_per_node=4,
+        intra=Link(5e-6, 12e9),  # PCIe 3.0 x16, as measured by NCCL tests
+        inter=Link(5e-6, gbit(25)),
+        source="Sergeev & Del Balso, Horovod (2018): 128 servers of 4 Pascal GPUs, 25 Gbit/s RoCE",
+    ),
+    "k80_10gbe": Hardware(
+        "K80 servers (8 GPUs) over 10 Gbit/s Ethernet",
+        device_flops_per_s=0.4 * K80_PEAK_FLOPS,
+        devices_per_node=8,
+        intra=Link(10e-6, 6e9),  # PCIe 3.0 through a switch per K80 board
+        inter=Link(50e-6, gbit(10)),  # TCP over 10 GbE (AWS p2.8xlarge)
+        source="TensorFlow performance benchmarks (2017), AWS p2.8xlarge: 8 K80 GPUs, 10 GbE",
+    ),
+    "k80_25gbe": Hardware(
+        "K80 servers (16 GPUs) over 25 Gbit/s Ethernet",
+        device_flops_per_s=0.4 * K80_PEAK_FLOPS,
+        devices_per_node=16,
+        intra=Link(10e-6, 6e9),
+        inter=Link(50e-6, gbit(25)),
+        source="AWS p2.16xlarge: 16 K80 GPUs, 25 Gbit/s Ethernet",
+    ),
+    "bigbasin_50gbe": Hardware(
+        "Big Basin (8x P100, NVLink) over 50 Gbit/s Ethernet",
+        device_flops_per_s=0.5 * P100_PEAK_FLOPS,
+        devices_per_node=8,
+        intra=Link(5e-6, 20e9),
+        inter=Link(5e-6, gbit(50)),
+        source="Goyal et al. (2017), section 5: 32 Big Basin servers, 50 Gbit/s Ethernet",
+    ),
+}
+
+
+def this_machine(calibration, *, model: ModelCard | None = None, examples_per_s=None):
+    """A hardware card of this machine from :func:`dpkit.calibrate.measure`: one device is
+    one pinned core with one thread; the link is the fitted loopback all-reduce.
+
+    The device rate is the measured one-core matmul rate, or, given ``model`` and its
+    measured one-worker ``examples_per_s``, what that training achieved.
+    """
+    rate = calibration.matmul_flops_per_s
+    if model is not None and examples_per_s is not None:
+        rate = examples_per_s * model.train_flops
+    return Hardware(
+        f"this machine ({len(calibration.cores)} pinned cores)",
+        device_flops_per_s=rate,
+        devices_per_node=max(len(calibration.cores), 1),
+        intra=Link(calibration.alpha_s, calibration.bandwidth_bytes_per_s),
+        source="measured here by dpkit.calibrate (loopback MultiWorkerMirrored all-reduce)",
+    )
