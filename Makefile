@@ -146,7 +146,8 @@ unit: $(STAMP) ## the unit tests only (pytest tests)
 # Unit tests, then nbval re-executes every lesson and solution in a fresh kernel and
 # compares the cells marked NBVAL_CHECK_OUTPUT with their committed outputs.
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
-# cells, and each test file, in one worker); the notebooks go first, they are the longest.
+# cells, and each test file, in one worker), longest first: conftest.py's LONGEST_FIRST
+# orders them, and --no-loadscope-reorder keeps that order.
 TEST_WORKERS ?= 2
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -p no:cacheprovider
 test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson and solution
@@ -154,7 +155,7 @@ test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson a
 	$(MAKE) --no-print-directory lint && \
 	$(PY) tools/make_exercises.py --check && \
 	$(PY) -m pytest lessons solutions tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
-		--ignore=tests/test_papermill.py --durations=15; \
+		--no-loadscope-reorder --ignore=tests/test_papermill.py --durations=15; \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # The oldest supported TensorFlow in its own venv: the unit tests and lessons 00-03 under
@@ -253,11 +254,12 @@ exercises: $(STAMP) ## regenerate exercises/ from solutions/
 timings: $(STAMP) ## seconds per notebook; fails if one takes over 60 s
 	$(PY) tools/run_notebooks.py --timings lessons/*.ipynb solutions/*.ipynb
 
-bench: $(STAMP) ## towers vs MirroredStrategy, pinned workers, sweep time, cluster up/down
+bench: $(STAMP) ## towers vs MirroredStrategy, pinned workers, sweep time, cluster up/down, predicted pinned run
 	$(PY) benchmarks/towers_vs_mirrored.py
 	$(PY) benchmarks/pinned_workers.py
 	$(PY) benchmarks/sweep_time.py
 	$(PY) benchmarks/cluster_up_down.py
+	$(PY) benchmarks/predict_pinned.py
 
 clean: ## remove .venv, .venv-oldest, runs/ and pytest's cache
 	rm -rf $(VENV) $(OLDEST_VENV) runs .pytest_cache

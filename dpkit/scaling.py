@@ -427,7 +427,7 @@ def predict(
     takes ``global_batch / N``). The other arguments are those of :func:`step`; ``servers``
     may be a function of the node count (TensorFlow's benchmarks used as many as nodes).
     """
-    counts = list(devices) if not isinstance(devices, int) else [devices]
+    counts = [devices] if _checks.is_whole(devices) else list(devices)
     if not counts:
         raise ValueError("devices is empty; give the device counts, e.g. devices=[1, 2, 4, 8].")
     for n in counts:
@@ -437,6 +437,8 @@ def predict(
             "give exactly one of per_device_batch (weak scaling: the batch per device stays "
             "fixed) and global_batch (strong scaling: the global batch is shared)."
         )
+    if global_batch is not None:
+        _number(global_batch, "global_batch", "global_batch=256")
     scaling = "weak" if global_batch is None else "strong"
     result = Prediction(model, hardware, algorithm, scaling)
     for n in counts:
