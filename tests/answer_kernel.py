@@ -2,8 +2,8 @@
 
 `tests/test_wrong_answers.py` uses this: executing the whole
 notebook once per wrong answer would take minutes, so the notebook runs once and each
-answer re-runs only the cells from its answer cell to its check cell; afterwards those
-cells run again as written, so the next answer starts from the solution's state.
+answer re-runs only the cells from its answer cell to its check cell; before the next
+answer those cells run again as written, so that it starts from the solution's state.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ class AnswerKernel:
             resources={"metadata": {"path": str(path.parent)}},
         )
         self._kernel = None
+        self._restore: list[int] = []  # cells to run as written before the next attempt
 
     def __enter__(self) -> AnswerKernel:
         self._kernel = self.client.setup_kernel()
@@ -111,7 +112,8 @@ class AnswerKernel:
         """Put `wrong` in its answer cell, run on to its check cell; return the check's outcome.
 
         The cells in between run too (a later answer may build on this one); check cells
-        other than the target are skipped. Afterwards the same cells run again as written.
+        other than the target are skipped. The next attempt first runs the same cells again
+        as written (after the last attempt nothing needs them, so they are not run).
         """
         if not 1 <= wrong.answer <= len(self.answers):
             raise ValueError(f"{self.path.name} has no answer {wrong.answer}")
@@ -122,14 +124,14 @@ class AnswerKernel:
             raise ValueError(f"check {wrong.check} comes before answer {wrong.answer}")
         between = [i for i in range(start + 1, stop) if not check_name(self.nb.cells[i])]
         source = wrong.swapped_into(nbio.code_source(self.nb.cells[start]))
-        try:
-            self._run(start, source)
-            for index in between:
-                self._run(index)
-            return outcome(self._run(stop))
-        finally:
-            for index in [start, *between]:
-                self._run(index)
+        restore, self._restore = self._restore, []
+        for index in restore:
+            self._run(index)
+        self._restore = [start, *between]
+        self._run(start, source)
+        for index in between:
+            self._run(index)
+        return outcome(self._run(stop))
 
 
 def matches(result: Outcome, wrong: Wrong) -> str | None:

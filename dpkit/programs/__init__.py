@@ -15,6 +15,7 @@ program          module                                started by
 ``tf1``          :mod:`dpkit.programs.workers`         ``tasks.Group`` (lesson 07)
 ``pinned``       :mod:`dpkit.programs.pinned`          ``pinned.compare`` (lesson 05)
 ``task``         :mod:`dpkit.programs.task`            ``tasks.Group``, ``python -m dpkit task``
+``allreduce``    :mod:`dpkit.programs.collective`      ``calibrate.measure`` (lesson 09)
 ================ ===================================== =====================================
 """
 
@@ -26,6 +27,7 @@ PROGRAMS = {
     "tf1": "dpkit.programs.workers:tf1_main",
     "pinned": "dpkit.programs.pinned:main",
     "task": "dpkit.programs.task:main",
+    "allreduce": "dpkit.programs.collective:main",
 }
 
 #: Set to True by a program whose process joined a collective (``MultiWorkerMirroredStrategy``):
