@@ -28,7 +28,8 @@ module): ``throughput``, ``server``, ``workers``, ``pinned``, ``task``.
 Plumbing, for contributors: ``_procs`` (the only place that starts processes) and
 ``_checks`` (the argument checks every module shares).
 
-The command line is ``dpkit`` (``python -m dpkit``): ``devices``, ``bench`` and ``task``.
+The command line is ``dpkit`` (``python -m dpkit``): ``devices``, ``bench``, ``task`` and
+``doctor``.
 """
 
 __version__ = "0.1.0"

@@ -83,6 +83,18 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     option("--plot", "plot file (default: the JSON path with .png)", metavar="PNG")
     p.set_defaults(prepare=_bench)
 
+    p = commands.add_parser(
+        "doctor",
+        help="check this machine before a class and print one report for a bug report",
+        description=(
+            "Print the TensorFlow build, the GPUs, what devices.setup(n) does here for 1, 2, "
+            "4 and 8 devices, and checks, each ok, FAILED or skipped: the tower step against "
+            "one big batch and against MirroredStrategy, the all-reduce it picked, GPU memory, "
+            "and a short throughput run on 1, 2 and all devices. Exits 1 if a check FAILED."
+        ),
+    )
+    p.set_defaults(prepare=_doctor)
+
     commands.add_parser(  # never parsed here: main() hands its arguments to the task program
         "task",
         help=f"run one task of a cluster, from flags or TF_CONFIG ({prog} task --help)",
@@ -142,6 +154,15 @@ def _bench(args: argparse.Namespace):
         if interrupted:
             return EXIT_INTERRUPTED
         return EXIT_OK if all(r.ok for r in report.results) else EXIT_FAILED
+
+    return work
+
+
+def _doctor(args: argparse.Namespace):
+    from dpkit import doctor
+
+    def work() -> int:
+        return doctor.run(echo=lambda line: print(line, flush=True))
 
     return work
 

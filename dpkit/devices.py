@@ -5,8 +5,9 @@ runs an op, so :func:`setup` must be called before anything else touches
 TensorFlow. It picks one of three cases:
 
 * ``"physical_gpus"``: the machine has at least ``n`` GPUs; use the first ``n``.
-* ``"logical_gpus"``: it has fewer (but at least one); split GPU 0 into ``n``
-  logical GPUs, each with a memory limit.
+* ``"logical_gpus"``: it has fewer (but at least one); split *every* GPU into
+  logical GPUs, as evenly as possible (4 on 2 GPUs: 2 each; 3 on 2: 2 + 1), each
+  with a memory limit. ``Plan.physical_index`` says which GPU each one sits on.
 * ``"logical_cpus"``: it has no GPU; split the CPU into ``n`` logical CPUs.
 
 ``plan(n, num_gpus).calls`` prints the ``tf.config`` calls each case makes, so you
@@ -25,16 +26,17 @@ from dpkit import _checks
 #: More devices than this teaches nothing new and only slows TensorFlow's start-up.
 MAX_DEVICES = 64
 
-#: Memory given to each logical GPU when one physical GPU is split (``setup``, ``plan``
-#: and the command line's ``--gpu-memory-mb``).
+#: Memory given to each logical GPU when physical GPUs are split (``setup``, ``plan`` and
+#: the command line's ``--gpu-memory-mb``): 1 GB, so that 8 logical GPUs fit the 8 GB of
+#: the smallest GPUs still common in teaching labs, and the lessons' models fit in one.
 DEFAULT_GPU_MEMORY_MB = 1024
 
 CASES = ("physical_gpus", "logical_gpus", "logical_cpus")
 
 _EXPLANATIONS = {
     "physical_gpus": "{n} physical GPU(s) used as they are",
-    "logical_gpus": "GPU 0 split into {n} logical GPUs of {mb} MB each "
-    "(they share one GPU's compute)",
+    "logical_gpus": "{gpus} split into {n} logical GPUs of {mb} MB each{shares}: "
+    "the compute underneath is {g}, not {n}",
     "logical_cpus": "no GPU found: the CPU split into {n} logical CPU devices "
     "(they share the same cores)",
 }
@@ -49,16 +51,39 @@ class Plan:
         case: one of ``CASES``.
         device_type: ``"GPU"`` or ``"CPU"``.
         gpu_memory_mb: memory limit per logical GPU (``None`` unless ``case == "logical_gpus"``).
+        physical_index: for each logical device, the index of the physical device it sits
+            on, e.g. ``(0, 0, 1, 1)`` for 4 devices on 2 GPUs (always ``0`` on a CPU).
     """
 
     num_devices: int
     case: str
     device_type: str
     gpu_memory_mb: int | None = None
+    physical_index: tuple[int, ...] = ()
+
+    @property
+    def num_physical(self) -> int:
+        """Physical devices underneath: the real compute."""
+        return len(set(self.physical_index))
+
+    @property
+    def per_physical(self) -> tuple[int, ...]:
+        """Logical devices on each physical device, e.g. ``(2, 1)`` for 3 on 2 GPUs."""
+        return tuple(self.physical_index.count(i) for i in range(self.num_physical))
 
     @property
     def explanation(self) -> str:
-        return _EXPLANATIONS[self.case].format(n=self.num_devices, mb=self.gpu_memory_mb)
+        counts = self.per_physical
+        text = _EXPLANATIONS[self.case].format(
+            n=self.num_devices,
+            mb=self.gpu_memory_mb,
+            g="1 GPU" if len(counts) == 1 else f"{len(counts)} GPUs",
+            gpus="GPU 0" if len(counts) == 1 else f"GPUs 0-{len(counts) - 1}",
+            shares="" if len(counts) == 1 else f" ({' + '.join(map(str, counts))})",
+        )
+        if len(set(counts)) > 1:
+            text += "; uneven, so every step waits for the busier GPUs"
+        return text
 
     @property
     def calls(self) -> tuple[str, ...]:
@@ -94,6 +119,7 @@ class DeviceSetup:
         device_type: ``"GPU"`` or ``"CPU"``.
         explanation: one sentence saying what was done.
         physical: names of the physical devices underneath.
+        physical_index: for each device, the index in ``physical`` of the one it sits on.
     """
 
     devices: tuple[str, ...]
@@ -101,6 +127,7 @@ class DeviceSetup:
     device_type: str
     explanation: str
     physical: tuple[str, ...]
+    physical_index: tuple[int, ...] = ()
 
     @property
     def num_devices(self) -> int:
@@ -163,16 +190,24 @@ def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -
             f"the default is {DEFAULT_GPU_MEMORY_MB}."
         )
     if num_gpus >= n:
-        return Plan(n, "physical_gpus", "GPU")
+        return Plan(n, "physical_gpus", "GPU", physical_index=tuple(range(n)))
     if num_gpus >= 1:
-        return Plan(n, "logical_gpus", "GPU", int(gpu_memory_mb))
-    return Plan(n, "logical_cpus", "CPU")
+        return Plan(n, "logical_gpus", "GPU", int(gpu_memory_mb), spread(n, num_gpus))
+    return Plan(n, "logical_cpus", "CPU", physical_index=(0,) * n)
+
+
+def spread(n: int, num_gpus: int) -> tuple[int, ...]:
+    """Which of ``num_gpus`` GPUs each of ``n`` logical GPUs sits on: as even as possible,
+    the first GPUs taking one more when ``n`` does not divide (``spread(3, 2) == (0, 0, 1)``)."""
+    used = min(n, num_gpus)
+    base, extra = divmod(n, used)
+    return tuple(i for i in range(used) for _ in range(base + (i < extra)))
 
 
 # One step of a setup, as data, so that setup() runs it and Plan.calls prints it:
 #   ("visible", k)              show TensorFlow only the first k GPUs
 #   ("growth", i)               let GPU i's memory grow on demand
-#   ("split", which, n, mb)     split cpus[0] or gpus[0] into n logical devices (mb: limit)
+#   ("split", which, i, k, mb)  split cpus[i] or gpus[i] into k logical devices (mb: limit)
 def _steps(p: Plan) -> tuple[tuple, ...]:
     n = p.num_devices
     if p.case == "physical_gpus":
@@ -180,9 +215,10 @@ def _steps(p: Plan) -> tuple[tuple, ...]:
         # split into logical devices, which is why the split case sets a limit instead.
         return (("visible", n), *(("growth", i) for i in range(n)))
     if p.case == "logical_gpus":
-        return (("visible", 1), ("split", "gpus", n, p.gpu_memory_mb))
+        splits = (("split", "gpus", i, k, p.gpu_memory_mb) for i, k in enumerate(p.per_physical))
+        return (("visible", p.num_physical), *splits)
     if p.case == "logical_cpus":
-        return (("split", "cpus", n, None),)
+        return (("split", "cpus", 0, n, None),)
     raise ValueError(f"unknown case {p.case!r}; expected one of {CASES}.")
 
 
@@ -191,11 +227,11 @@ def _render(step: tuple) -> str:
         return f'tf.config.set_visible_devices(gpus[:{step[1]}], "GPU")'
     if step[0] == "growth":
         return f"tf.config.experimental.set_memory_growth(gpus[{step[1]}], True)"
-    _, which, n, mb = step
+    _, which, i, k, mb = step
     limit = "" if mb is None else f"memory_limit={mb}"
     return (
-        f"tf.config.set_logical_device_configuration({which}[0], "
-        f"[tf.config.LogicalDeviceConfiguration({limit})] * {n})"
+        f"tf.config.set_logical_device_configuration({which}[{i}], "
+        f"[tf.config.LogicalDeviceConfiguration({limit})] * {k})"
     )
 
 
@@ -205,9 +241,9 @@ def _apply(tf, step: tuple, gpus: list, cpus: list) -> None:
     elif step[0] == "growth":
         tf.config.experimental.set_memory_growth(gpus[step[1]], True)
     else:
-        _, which, n, mb = step
-        device = (gpus if which == "gpus" else cpus)[0]
-        config = [tf.config.LogicalDeviceConfiguration(memory_limit=mb) for _ in range(n)]
+        _, which, i, k, mb = step
+        device = (gpus if which == "gpus" else cpus)[i]
+        config = [tf.config.LogicalDeviceConfiguration(memory_limit=mb) for _ in range(k)]
         tf.config.set_logical_device_configuration(device, config)
 
 
@@ -257,7 +293,7 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
     gpus = tf.config.list_physical_devices("GPU")  # does not initialise the runtime
     cpus = tf.config.list_physical_devices("CPU")
     p = plan(n, len(gpus), gpu_memory_mb=gpu_memory_mb)
-    physical = {"physical_gpus": gpus[:n], "logical_gpus": gpus[:1]}.get(p.case, cpus[:1])
+    physical = (gpus if p.device_type == "GPU" else cpus)[: p.num_physical]
     try:
         for step in _steps(p):  # the same steps Plan.calls prints
             _apply(tf, step, gpus, cpus)
@@ -285,6 +321,7 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
         device_type=p.device_type,
         explanation=p.explanation,
         physical=tuple(d.name for d in physical),
+        physical_index=p.physical_index,
     )
     return _current
 
@@ -309,7 +346,7 @@ def describe(result: DeviceSetup | None = None) -> str:
         result.case, "logical CPU"
     )
     for i, name in enumerate(result.devices):
-        backing = result.physical[i] if result.case == "physical_gpus" else result.physical[0]
+        backing = result.physical[result.physical_index[i] if result.physical_index else 0]
         rows.append((str(i), name, kind, backing.replace("/physical_device:", "")))
     widths = [max(len(r[c]) for r in rows) for c in range(4)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]

@@ -15,7 +15,7 @@ from dpkit import __main__ as cli
 from dpkit import devices
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-COMMANDS = ("devices", "bench", "task")
+COMMANDS = ("devices", "bench", "task", "doctor")
 
 
 def _listed(text: str, command: str) -> int:
@@ -57,7 +57,7 @@ def test_python_m_dpkit_help():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: python -m dpkit ")
-    assert [_listed(proc.stdout, command) for command in COMMANDS] == [1, 1, 1]
+    assert [_listed(proc.stdout, command) for command in COMMANDS] == [1] * len(COMMANDS)
 
 
 def test_bench_defaults_come_from_the_library(capsys):

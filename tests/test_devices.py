@@ -16,7 +16,7 @@ from tests import childproc
         (4, 0, "logical_cpus", "CPU"),
         (1, 0, "logical_cpus", "CPU"),
         (4, 1, "logical_gpus", "GPU"),
-        (4, 2, "logical_gpus", "GPU"),  # fewer GPUs than asked: split GPU 0
+        (4, 2, "logical_gpus", "GPU"),  # fewer GPUs than asked: split every GPU
         (4, 4, "physical_gpus", "GPU"),
         (2, 8, "physical_gpus", "GPU"),
     ],
@@ -117,7 +117,7 @@ class _FakeConfig:
     def __init__(self, num_gpus):
         self.gpus = [SimpleNamespace(name=f"/physical_device:GPU:{i}") for i in range(num_gpus)]
         self.calls = []
-        self.logical = []
+        self.visible, self.splits = num_gpus, {}
         self.experimental = SimpleNamespace(
             set_memory_growth=lambda d, on: self.calls.append(("growth", d.name, on))
         )
@@ -127,14 +127,20 @@ class _FakeConfig:
 
     def set_visible_devices(self, devs, kind):
         self.calls.append(("visible", [d.name for d in devs], kind))
-        self.logical = [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(len(devs))]
+        self.visible = len(devs)
 
     def set_logical_device_configuration(self, dev, configs):
         self.calls.append(("split", dev.name, [c.memory_limit for c in configs]))
-        self.logical = [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(len(configs))]
+        self.splits[dev.name] = len(configs)
 
     def list_logical_devices(self, kind):
-        return self.logical if kind == "GPU" else []
+        # as TensorFlow numbers them: the visible GPUs in order, each split in its pieces
+        count = sum(self.splits.get(g.name, 1) for g in self.gpus[: self.visible])
+        return (
+            [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(count)]
+            if kind == "GPU"
+            else []
+        )
 
     LogicalDeviceConfiguration = staticmethod(
         lambda memory_limit=None: SimpleNamespace(memory_limit=memory_limit)
@@ -152,10 +158,15 @@ def test_gpu_cases_ask_tensorflow_for_the_right_devices(monkeypatch, num_gpus):
         assert r.case == "physical_gpus"
         assert ("visible", [g.name for g in fake.gpus[:4]], "GPU") in fake.calls
         assert not any(c[0] == "split" for c in fake.calls)
-    else:
+    else:  # every GPU is used, split as evenly as possible (written out by hand)
         assert r.case == "logical_gpus"
-        assert ("visible", ["/physical_device:GPU:0"], "GPU") in fake.calls
-        assert ("split", "/physical_device:GPU:0", [512] * 4) in fake.calls
+        names = [g.name for g in fake.gpus]
+        assert ("visible", names, "GPU") in fake.calls
+        pieces = {1: [4], 2: [2, 2]}[num_gpus]
+        for name, k in zip(names, pieces):
+            assert ("split", name, [512] * k) in fake.calls
+        assert r.physical == tuple(names)
+        assert r.physical_index == {1: (0, 0, 0, 0), 2: (0, 0, 1, 1)}[num_gpus]
     assert r.devices == tuple(f"/device:GPU:{i}" for i in range(4))
 
 
@@ -174,3 +185,32 @@ def test_command_line_reports_bad_count():
     )
     assert proc.returncode == 2
     assert "at least 1" in proc.stderr
+
+
+def _independent_spread(n, num_gpus):
+    """The rule written another way: deal the n devices out like cards, one per GPU in turn
+    (GPU 0 first), then sort, so each GPU's devices are numbered together."""
+    if num_gpus == 0:
+        return (0,) * n
+    if num_gpus >= n:
+        return tuple(range(n))
+    dealt = [i % num_gpus for i in range(n)]
+    return tuple(sorted(dealt))
+
+
+@pytest.mark.parametrize("num_gpus", range(9))
+@pytest.mark.parametrize("n", range(1, 9))
+def test_physical_index_spreads_over_every_gpu_8x8(n, num_gpus):
+    p = devices.plan(n, num_gpus)
+    assert p.physical_index == _independent_spread(n, num_gpus)
+    counts = [p.physical_index.count(i) for i in range(min(n, num_gpus) or 1)]
+    assert sum(counts) == n and max(counts) - min(counts) <= 1  # as even as possible
+    assert p.num_physical == (min(n, num_gpus) or 1)  # every GPU used (or the one CPU)
+    if p.case == "logical_gpus":
+        assert f"not {n}" in p.explanation and str(p.num_physical) in p.explanation
+        assert ("waits for the busier" in p.explanation) == (n % num_gpus != 0)
+
+
+def test_four_devices_on_two_gpus():
+    assert devices.plan(4, 2).physical_index == (0, 0, 1, 1)
+    assert devices.plan(3, 2).physical_index == (0, 0, 1)

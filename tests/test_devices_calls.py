@@ -20,7 +20,7 @@ class _Recorder:
     def __init__(self, num_gpus):
         self.gpus = [SimpleNamespace(name=f"/physical_device:GPU:{i}") for i in range(num_gpus)]
         self.lines = []
-        self.logical = []
+        self.visible, self.splits = num_gpus, {}
         self.experimental = SimpleNamespace(set_memory_growth=self._growth)
 
     def _index(self, device):
@@ -37,7 +37,7 @@ class _Recorder:
     def set_visible_devices(self, devs, kind):
         assert devs == self.gpus[: len(devs)], "setup shows a prefix of the GPUs"
         self.lines.append(f'tf.config.set_visible_devices(gpus[:{len(devs)}], "{kind}")')
-        self.logical = [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(len(devs))]
+        self.visible = len(devs)
 
     def set_logical_device_configuration(self, dev, configs):
         limits = {c.memory_limit for c in configs}
@@ -47,17 +47,23 @@ class _Recorder:
             f"tf.config.set_logical_device_configuration(gpus[{self._index(dev)}], "
             f"[tf.config.LogicalDeviceConfiguration(memory_limit={limit})] * {len(configs)})"
         )
-        self.logical = [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(len(configs))]
+        self.splits[self._index(dev)] = len(configs)
 
     def list_logical_devices(self, kind):
-        return self.logical if kind == "GPU" else []
+        # as TensorFlow numbers them: the visible GPUs in order, each split in its pieces
+        count = sum(self.splits.get(i, 1) for i in range(self.visible))
+        return (
+            [SimpleNamespace(name=f"/device:GPU:{i}") for i in range(count)]
+            if kind == "GPU"
+            else []
+        )
 
     LogicalDeviceConfiguration = staticmethod(
         lambda memory_limit=None: SimpleNamespace(memory_limit=memory_limit)
     )
 
 
-@pytest.mark.parametrize("n, num_gpus", [(4, 1), (4, 2), (4, 4), (2, 8), (1, 1)])
+@pytest.mark.parametrize("n, num_gpus", [(4, 1), (4, 2), (3, 2), (7, 3), (4, 4), (2, 8), (1, 1)])
 def test_printed_gpu_calls_are_the_calls_setup_makes(monkeypatch, n, num_gpus):
     tf = pytest.importorskip("tensorflow")
     fake = _Recorder(num_gpus)
@@ -78,8 +84,8 @@ def test_setup_on_a_gpu_says_what_it_did(monkeypatch, capsys):
     devices.setup(4, gpu_memory_mb=512)
     out = capsys.readouterr().out.splitlines()
     assert out[0] == (
-        "devices.setup(4): GPU 0 split into 4 logical GPUs of 512 MB each "
-        "(they share one GPU's compute). The calls it made:"
+        "devices.setup(4): GPU 0 split into 4 logical GPUs of 512 MB each: "
+        "the compute underneath is 1 GPU, not 4. The calls it made:"
     )
     assert [line.strip() for line in out[2:]] == fake.lines  # after the listing line
 

@@ -1,0 +1,240 @@
+"""``python -m dpkit doctor``: the report on this machine, and checks that can fail.
+
+References: the doctor's own gaps are read from its report and held against the tolerance
+here; a child with a planted bug (gradients summed instead of averaged, the off-by-N a
+learner makes) must make checks a and b FAILED and the exit code 1; the pieces are tested
+with fakes and hand-made arrays, without starting TensorFlow's runtime.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dpkit import __main__ as cli
+from dpkit import devices, doctor
+from tests import childproc
+
+CHECK = re.compile(r"^  (ok|FAILED|skipped) +([a-e])\. ([^:]+): (.*)$", re.MULTILINE)
+GAP = re.compile(r"largest \w+ gap ([0-9.e+-]+)")
+
+
+def _checks(text: str) -> dict[str, tuple[str, str]]:
+    """``{"a": (status, detail), ...}`` from a report."""
+    found = CHECK.findall(text)
+    assert len({letter for _, letter, _, _ in found}) == len(found), found  # one line each
+    return {letter: (status, detail) for status, letter, _, detail in found}
+
+
+def _section(text: str, head: str) -> str:
+    """The indented lines under a heading line that starts with ``head``."""
+    block = text.split("\n" + head, 1)[1].split("\n\n", 1)[0]
+    return block.split("\n", 1)[1] if "\n" in block else ""
+
+
+@pytest.fixture(scope="module")
+def report():
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    env["PYTHONPATH"] = str(childproc.ROOT)
+    proc = subprocess.run(  # subprocess.run reaps the child, also on the timeout
+        [sys.executable, "-m", "dpkit", "doctor"],
+        capture_output=True,
+        text=True,
+        cwd=childproc.ROOT,
+        env=env,
+        timeout=180,
+    )
+    return proc
+
+
+@pytest.fixture(scope="module")
+def no_gpu(report):
+    if "no GPU" not in _section(report.stdout, "GPUs"):
+        pytest.skip("this machine has a GPU: the CPU-only expectations do not apply")
+
+
+def test_the_doctor_exits_0_with_every_check_ok_or_skipped(report):
+    assert report.returncode == 0, report.stdout + report.stderr[-3000:]
+    checks = _checks(report.stdout)
+    assert sorted(checks) == list("abcde"), report.stdout
+    assert {status for status, _ in checks.values()} <= {"ok", "skipped"}, checks
+    assert "FAILED" not in report.stdout.replace("0 FAILED", "")
+    assert re.search(r"^summary: \d ok, \d skipped, 0 FAILED", report.stdout, re.MULTILINE)
+
+
+def test_the_towers_and_mirrored_gaps_are_within_the_tolerance(report):
+    checks = _checks(report.stdout)
+    for letter in "ab":
+        status, detail = checks[letter]
+        assert status == "ok", detail
+        assert float(GAP.search(detail).group(1)) <= doctor.ATOL, detail
+    moved = float(re.search(r"moved them up to ([0-9.e+-]+)", checks["b"][1]).group(1))
+    assert moved > 100 * doctor.ATOL  # the step changed the weights: the gap means something
+
+
+def test_the_gpu_checks_are_skipped_with_a_reason_on_a_cpu(report, no_gpu):
+    checks = _checks(report.stdout)
+    assert checks["d"] == ("skipped", "no GPU")
+    assert checks["c"][0] == "ok"
+    assert "NCCL needs >= 2 physical GPUs" in checks["c"][1]
+    skipped = _section(report.stdout, "f. GPU checks skipped")
+    assert "d. memory in use per GPU after a step: no GPU" in skipped
+    assert "NCCL all-reduce between physical GPUs" in skipped
+    assert "compute capability" in skipped
+
+
+def test_the_plan_lists_1_2_4_and_8_devices(report, no_gpu):
+    plans = _section(report.stdout, "plans:").splitlines()
+    counts = [
+        int(re.match(r"\s+(\d+) device\(s\): logical_cpus: ", line).group(1)) for line in plans
+    ]
+    assert counts == [1, 2, 4, 8], plans
+
+
+def test_the_throughput_runs_1_and_2_devices_and_says_why_no_speed_up(report, no_gpu):
+    status, detail = _checks(report.stdout)["e"]
+    assert status == "ok", detail
+    rates = dict(re.findall(r"(\d+): ([0-9,]+) examples/s", detail))
+    assert sorted(rates) == ["1", "2"] and all(int(r.replace(",", "")) > 0 for r in rates.values())
+    assert "logical devices add no compute" in detail
+
+
+def test_the_report_shows_the_build():
+    build = "\n".join(doctor.build_lines(pytest.importorskip("tensorflow")))
+    assert "TensorFlow 2." in build and "Python 3." in build and "is_cuda_build:" in build
+
+
+# --- checks that fail ------------------------------------------------------------------------
+
+
+def test_a_planted_bug_makes_the_tower_checks_fail_and_the_exit_code_1():
+    code = """
+    import json
+    from dpkit import doctor, gradients
+
+    average = gradients.average_gradients
+    def summed(tower_grads, weights=None):  # the off-by-N: the towers' sum, not their mean
+        n = len(tower_grads)
+        return [None if g is None else g * n for g in average(tower_grads, weights)]
+    gradients.average_gradients = summed
+    doctor.check_throughput = lambda machine, echo: ("skipped", "not needed here")
+    lines = []
+    print(json.dumps({"code": doctor.run(echo=lines.append), "report": "\\n".join(lines)}))
+    """
+    out = childproc.run(code, timeout=180)
+    checks = _checks(out["report"])
+    assert out["code"] == 1, out["report"]
+    assert checks["a"][0] == "FAILED" and checks["b"][0] == "FAILED", checks
+    gap = float(GAP.search(checks["a"][1]).group(1))
+    assert gap > 100 * doctor.ATOL, checks["a"]
+    assert checks["c"][0] == "ok"  # the other checks still ran
+    assert "2 FAILED" in out["report"]
+
+
+def _fake_checks(monkeypatch, **replace):
+    fakes = {
+        "check_towers": lambda m: ("ok", "largest gradient gap 0.0e+00"),
+        "check_mirrored": lambda m: ("ok", "largest weight gap 0.0e+00"),
+        "check_reduction": lambda m: ("ok", "RING"),
+        "check_memory": lambda m: ("skipped", "no GPU"),
+        "check_throughput": lambda m, echo: ("ok", "1: 10 examples/s (1.00x)"),
+    }
+    for name, fake in {**fakes, **replace}.items():
+        monkeypatch.setattr(doctor, name, fake)
+    made = devices.DeviceSetup(  # what devices.setup(2) gives, without starting TensorFlow here
+        ("/device:CPU:0", "/device:CPU:1"), "logical_cpus", "CPU", "2 logical CPUs", ("CPU:0",)
+    )
+    monkeypatch.setattr(doctor.Machine, "setup", lambda self: made)
+
+
+def test_run_exits_0_when_nothing_failed(monkeypatch):
+    _fake_checks(monkeypatch)
+    lines = []
+    assert doctor.run(echo=lines.append) == 0
+    assert "summary: 4 ok, 1 skipped, 0 FAILED" in "\n".join(lines)
+
+
+def test_a_mismatch_is_failed_with_its_numbers_and_exit_code_1(monkeypatch):
+    def mismatch(machine):
+        x = np.ones((4, 3), np.float32)
+        return doctor.compare("gradient", [x * 2], [x])
+
+    _fake_checks(monkeypatch, check_towers=mismatch)
+    lines = []
+    assert doctor.run(echo=lines.append) == 1
+    checks = _checks("\n".join(lines))
+    assert checks["a"][0] == "FAILED" and "largest gradient gap 1.0e+00" in checks["a"][1]
+    assert checks["b"][0] == "ok" and "1 FAILED" in lines[-1]
+
+
+def test_a_check_that_raises_is_failed_with_the_reason_and_the_rest_still_run(monkeypatch):
+    def raises(machine):
+        raise RuntimeError("TensorFlow is already initialised\nmore text")
+
+    _fake_checks(monkeypatch, check_mirrored=raises)
+    lines = []
+    assert doctor.run(echo=lines.append) == 1
+    checks = _checks("\n".join(lines))
+    assert checks["b"] == ("FAILED", "RuntimeError: TensorFlow is already initialised")
+    assert checks["e"][0] == "ok"
+
+
+def test_a_failed_setup_is_said_once_and_fails_the_in_process_checks(monkeypatch):
+    def refuses(n, **kwargs):
+        raise RuntimeError("TensorFlow is already initialised with 3 CPU device(s)")
+
+    monkeypatch.setattr(devices, "setup", refuses)
+    monkeypatch.setattr(doctor, "check_throughput", lambda m, echo: ("ok", "1: 1 examples/s"))
+    lines = []
+    assert doctor.run(echo=lines.append) == 1
+    text = "\n".join(lines)
+    assert text.count("already initialised") == 1, text
+    checks = _checks(text)
+    assert [checks[c][0] for c in "abcde"] == ["FAILED"] * 4 + ["ok"]
+    assert re.fullmatch(
+        r"RuntimeError: devices.setup\(\d+\) failed \(the reason is above\)", checks["c"][1]
+    )
+
+
+def test_compare_against_hand_made_arrays():
+    want = [np.array([1.0, -2.0, 0.5]), np.array([[1000.0]])]
+    assert doctor.compare("w", want, want)[0] == "ok"
+    close = [want[0] + 5e-6, want[1] * (1 + 5e-5)]  # inside the absolute and relative bounds
+    assert doctor.compare("w", close, want)[0] == "ok"
+    status, detail = doctor.compare("w", [want[0] + 1e-3, want[1]], want)
+    assert status == "FAILED" and "largest w gap 1.0e-03" in detail
+    assert doctor.compare("w", [want[0]], want)[0] == "FAILED"  # a missing array
+    assert doctor.compare("w", [np.zeros(3)], [np.zeros(3)])[0] == "FAILED"  # nothing compared
+
+
+def test_the_plans_for_one_and_eight_gpus():
+    one = doctor.plan_lines(1)
+    assert [line.split(":")[1].strip() for line in one] == ["physical_gpus"] + ["logical_gpus"] * 3
+    eight = doctor.plan_lines(8)
+    assert all(": physical_gpus: " in line for line in eight)
+    assert eight[-1].endswith("physical_index (0, 1, 2, 3, 4, 5, 6, 7)")
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def test_doctor_help(capsys):
+    assert cli.main(["doctor", "--help"], prog="dpkit") == 0
+    assert capsys.readouterr().out.startswith("usage: dpkit doctor ")
+
+
+@pytest.mark.parametrize("outcome, code", [(0, 0), (1, 1), (KeyboardInterrupt, 130)])
+def test_the_command_line_exit_codes(monkeypatch, outcome, code):
+    def fake(echo=print):
+        if outcome is KeyboardInterrupt:
+            raise KeyboardInterrupt
+        echo("report")
+        return outcome
+
+    monkeypatch.setattr(doctor, "run", fake)
+    assert cli.main(["doctor"], prog="dpkit") == code
