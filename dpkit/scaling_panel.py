@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 
-from dpkit import _checks, cards, scaling, widgets
+from dpkit import _checks, bench, cards, scaling, widgets
 
 #: the largest device counts the panel offers; it predicts 1, 2, 4, ... up to the chosen one
 DEVICE_COUNTS = tuple(2**i for i in range(11))  # 1 .. 1024
@@ -89,7 +89,7 @@ def predict(**settings) -> scaling.Prediction:
     return scaling.predict(
         cards.model_card(c["model"]),
         cards.HARDWARE[c["hardware"]],
-        [n for n in DEVICE_COUNTS if n <= c["devices"]],
+        bench.powers_of_two(c["devices"]),
         per_device_batch=c["per_device_batch"],
         algorithm=c["algorithm"],
         overlap=c["overlap"],
