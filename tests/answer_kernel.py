@@ -108,12 +108,23 @@ class AnswerKernel:
                 results[name] = outcome(ran)
         return results
 
+    def _prelude(self, start: int) -> list[int]:
+        """The code cells after the check or answer before `start` (none before a first check)."""
+        marks = [i for i in [*self.answers, *self.checks.values()] if i < start]
+        if not marks or max(marks) < min(self.checks.values()):
+            return []
+        return [i for i in range(max(marks) + 1, start) if self.nb.cells[i].cell_type == "code"]
+
     def attempt(self, wrong: Wrong) -> Outcome:
         """Put `wrong` in its answer cell, run on to its check cell; return the check's outcome.
 
         The cells in between run too (a later answer may build on this one); check cells
-        other than the target are skipped. The next attempt first runs the same cells again
-        as written (after the last attempt nothing needs them, so they are not run).
+        other than the target are skipped. So do the cells that prepare the answer, after
+        the check or answer before it (exercise 08's free ports and fresh log folder): each
+        attempt starts from what they make, not from what an earlier attempt left there. The
+        notebook's set-up, before its first check, runs once. The next attempt first runs
+        the same cells again as written (after the last attempt nothing needs them, so they
+        are not run).
         """
         if not 1 <= wrong.answer <= len(self.answers):
             raise ValueError(f"{self.path.name} has no answer {wrong.answer}")
@@ -127,7 +138,10 @@ class AnswerKernel:
         restore, self._restore = self._restore, []
         for index in restore:
             self._run(index)
-        self._restore = [start, *between]
+        prelude = self._prelude(start)
+        self._restore = [*prelude, start, *between]
+        for index in prelude:
+            self._run(index)
         self._run(start, source)
         for index in between:
             self._run(index)

@@ -29,10 +29,26 @@ def kernel(request):
     try:
         with AnswerKernel(ROOT / "solutions" / request.param) as k:
             k.solution_outcomes = k.run_all()
+            k.solution_runs = _entries(runs)
             yield k
     finally:
         if not existed:
             shutil.rmtree(runs, ignore_errors=True)
+
+
+def _entries(folder) -> set:
+    return set(folder.iterdir()) if folder.exists() else set()
+
+
+def _forget_other_attempts(kernel) -> None:
+    """Remove what earlier wrong answers wrote under solutions/runs (the solution's stays).
+
+    Two wrong answers of exercise 08 drop the --logdir word, so their tasks write to the
+    default 'runs/task': the second would find the first one's checkpoint, and what its
+    check sees would depend on timing.
+    """
+    for path in _entries(ROOT / "solutions" / "runs") - kernel.solution_runs:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def test_every_solution_has_a_table_with_two_wrong_answers_per_answer():
@@ -66,5 +82,6 @@ def test_the_solution_passes_every_check(kernel):
 def test_the_check_catches_the_wrong_answer(kernel, wrong):
     if not all(r.passed for r in kernel.solution_outcomes.values()):
         pytest.fail(f"{kernel.path.name}: the solution itself fails a check")
+    _forget_other_attempts(kernel)
     problem = matches(kernel.attempt(wrong), wrong)
     assert problem is None, f"answer {wrong.answer} written as '{wrong.why}': {problem}"
