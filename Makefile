@@ -143,18 +143,20 @@ lint: $(STAMP) ## ruff: lint and format check of the library, tests, tools and n
 unit: $(STAMP) ## the unit tests only (pytest tests)
 	$(PY) -m pytest tests -p no:cacheprovider
 
-# Unit tests, then nbval re-executes every lesson and solution in a fresh kernel and
-# compares the cells marked NBVAL_CHECK_OUTPUT with their committed outputs.
+# Unit tests, then nbval re-executes every lesson in a fresh kernel and compares the cells
+# marked NBVAL_CHECK_OUTPUT with their committed outputs. The solutions run once, in
+# tests/test_wrong_answers.py, which checks what nbval would of them before it tries the
+# wrong answers in the same kernel.
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
 # cells, and each test file, in one worker), longest first: conftest.py's LONGEST_FIRST
 # orders them, and --no-loadscope-reorder keeps that order.
 TEST_WORKERS ?= 2
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -p no:cacheprovider
-test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson and solution
+test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson, every solution run
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint && \
 	$(PY) tools/make_exercises.py --check && \
-	$(PY) -m pytest lessons solutions tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
+	$(PY) -m pytest lessons tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder --ignore=tests/test_papermill.py --durations=15; \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 

@@ -1,4 +1,4 @@
-"""pytest configuration shared by the unit tests and nbval over lessons/ and solutions/."""
+"""pytest configuration shared by the unit tests and nbval over lessons/ (and solutions/)."""
 
 from collections import Counter
 
@@ -10,7 +10,7 @@ pytest_plugins = ["tests.nbval_plugin"]
 # first; otherwise a long file that starts last keeps one worker busy while the other waits.
 # The other files follow, those with the most tests first (xdist's own order).
 LONGEST_FIRST = [
-    "tests/test_wrong_answers.py",  # 260 s: eight solution kernels, 190 wrong answers
+    "tests/test_wrong_answers.py",  # 180 s: eight solution kernels, 195 wrong answers
     "lessons/05_throughput_and_scaling.ipynb",  # 110-160 s: sweeps in child processes
     "tests/test_cluster.py",  # 90 s
     "tests/test_exercises.py",  # 85 s: seven exercise notebooks

@@ -99,10 +99,13 @@ class AnswerKernel:
         return cell
 
     def run_all(self) -> dict[str, Outcome]:
-        """Run the notebook as written; {check name: outcome}."""
+        """Run the notebook as written; {check name: outcome}. The cells, with the outputs
+        of this run, are kept in ``self.ran``."""
         results = {}
+        self.ran = []
         for index, _cell in enumerate(self.nb.cells):
             ran = self._run(index)
+            self.ran.append(ran)
             name = check_name(ran)
             if name:
                 results[name] = outcome(ran)
@@ -146,6 +149,25 @@ class AnswerKernel:
         for index in between:
             self._run(index)
         return outcome(self._run(stop))
+
+
+def compared(outputs) -> list:
+    """What nbval compares of a cell's outputs, as make test runs it (tests/nbval_plugin.py):
+    the text of each output but stderr, consecutive streams of one name joined."""
+    kept = []
+    for o in outputs:
+        if o.output_type == "stream":
+            if o.name == "stderr":
+                continue
+            if kept and kept[-1][0] == o.name:
+                kept[-1] = (o.name, kept[-1][1] + o.text)
+                continue
+            kept.append((o.name, o.text))
+        elif o.output_type == "error":
+            kept.append(("error", o.ename, o.evalue))
+        else:
+            kept.append((o.output_type, o.get("data", {}).get("text/plain", "")))
+    return kept
 
 
 def matches(result: Outcome, wrong: Wrong) -> str | None:

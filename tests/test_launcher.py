@@ -327,6 +327,16 @@ def test_parameter_server_strategy_trains_to_the_last_step_and_servers_leave(tmp
     x_test = arrays.x_test.reshape(len(arrays.x_test), -1)
     accuracy = float(np.mean(np.argmax(x_test @ w + b, axis=1) == arrays.y_test))
     assert accuracy == pytest.approx(done["accuracy"]) and accuracy > 0.85
+    # run again on the finished checkpoint (fresh ports): the chief has nothing left to train
+    # and comes and goes at once, yet the servers see it and leave (they used to wait 60 s
+    # for it and fail)
+    cluster = [f"--ps_hosts={hosts(1)}", f"--worker_hosts={hosts(2)}", f"--chief_hosts={hosts(1)}"]
+    with tasks.Group(timeout=120, echo=None) as group:
+        start(group, cluster, names, [f"--logdir={logdir}", "--train_steps=200"])
+        assert group.wait() == dict.fromkeys(names, 0)
+        again = final_record(group, "chief:0")
+    assert again["global_step"] == 200 and again["accuracy"] == pytest.approx(accuracy)
+    assert read_checkpoint(logdir)[2] == 200
 
 
 @pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])

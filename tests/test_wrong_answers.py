@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from tests.answer_kernel import BEGIN, AnswerKernel, matches
+from tests.answer_kernel import BEGIN, AnswerKernel, compared, matches
 from tests.notebooks import ROOT, SOLUTIONS, nbio
 from tests.wrong_answers import TABLES
 
@@ -70,6 +70,26 @@ def test_the_solution_passes_every_check(kernel):
         assert result.passed, f"check {name} of the solution: {result.ename}: {result.evalue}"
         # nbgrader gives no points to a graded cell that writes to stderr (a warning, say)
         assert not result.stderr, f"check {name} writes to stderr: {result.stderr[:300]}"
+
+
+@pytest.mark.parametrize("kernel", sorted(TABLES), indirect=True, scope="module")
+def test_the_solution_runs_as_stored(kernel):
+    """What nbval --nbval-lax would check of the solution (make test runs no nbval over
+    solutions/, whose run is this one): no cell raises unless tagged so, and each cell marked
+    NBVAL_CHECK_OUTPUT prints what is stored (make notebooks stores it)."""
+    assert len(kernel.ran) == len(kernel.nb.cells)
+    for index, (stored, ran) in enumerate(zip(kernel.nb.cells, kernel.ran)):
+        if stored.cell_type != "code":
+            continue
+        where = f"{kernel.path.name} cell {index}"
+        errors = [o for o in ran.outputs if o.output_type == "error"]
+        if not nbio.has_tag(stored, "raises-exception"):
+            assert not errors, f"{where} raised {errors[0].ename}: {errors[0].evalue}"
+        if "NBVAL_CHECK_OUTPUT" in nbio.code_source(stored):
+            assert compared(ran.outputs) == compared(stored.outputs), (
+                f"{where} prints other than its stored output (run make notebooks if the "
+                "change is meant)"
+            )
 
 
 @pytest.mark.parametrize(

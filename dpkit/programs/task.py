@@ -83,6 +83,9 @@ def stall_message(task: Task, started: bool, limit: float) -> str:
 # ----------------------------------------------------------------------------- serving
 
 
+POLL_S = 0.1  # how often a server knocks on the chief's port until it first answers
+
+
 def wait_for_chief(task: Task, log: Log, timeout: float | None = None) -> bool:
     """Wait for the chief to answer (within ``timeout``, if given), then to go (1.5 s silent);
     ``False`` if it never answered within ``timeout``."""
@@ -93,7 +96,7 @@ def wait_for_chief(task: Task, log: Log, timeout: float | None = None) -> bool:
             if time.monotonic() > deadline:
                 log(f"the chief {name} ({chief}) never answered in {timeout:g} s; stopping")
                 return False
-            time.sleep(0.5)
+            time.sleep(POLL_S)
         log(f"the chief {name} is up; serving until it finishes")
     misses = 0
     while misses < 3:  # 1.5 s without an answer: the chief has gone
@@ -158,7 +161,8 @@ class Flavour:
 
     def finish(self, step: int, w, b, loss: float) -> None:
         acc = workers.accuracy(w, b, self.x_test, self.y_test)
-        self.log(f"done: global step {step}, last loss {loss:.4f}, test accuracy {acc:.3f}")
+        last = f"last loss {loss:.4f}" if loss == loss else "no step left to train"  # nan: none
+        self.log(f"done: global step {step}, {last}, test accuracy {acc:.3f}")
         self.log.record(
             done=True, global_step=step, loss=loss, accuracy=acc, logdir=self.task.logdir
         )
@@ -185,10 +189,13 @@ class Flavour:
         return 1.0
 
 
+CHIEF_SEEN_S = 1.0  # the chief answers at least this long after it starts training
+
+
 def train(tick, flavour: Flavour) -> int:
     """The training loop of every flavour: step, show progress, save, and at the end finish."""
     with contextlib.ExitStack() as stack:
-        step = flavour.begin(stack)
+        step = flavour.begin(stack)  # the chief's port answers from here on
         tick()
         loss, started, first = float("nan"), time.perf_counter(), step
         while not flavour.finished(step):
@@ -197,6 +204,11 @@ def train(tick, flavour: Flavour) -> int:
             flavour.report(step, loss, first, time.perf_counter() - started)
             flavour.save(step)
     flavour.end(step, loss)
+    if flavour.task.is_chief:
+        # the servers learn that the chief came by seeing its port answer (a TF server lives
+        # as long as its process): a chief with nothing left to train, rerun on a finished
+        # checkpoint, would otherwise come and go between two of their polls
+        time.sleep(max(0.0, CHIEF_SEEN_S - (time.perf_counter() - started)))
     return 0
 
 
