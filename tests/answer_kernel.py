@@ -122,12 +122,12 @@ class AnswerKernel:
         """Put `wrong` in its answer cell, run on to its check cell; return the check's outcome.
 
         The cells in between run too (a later answer may build on this one); check cells
-        other than the target are skipped. So do the cells that prepare the answer, after
-        the check or answer before it (exercise 08's free ports and fresh log folder): each
-        attempt starts from what they make, not from what an earlier attempt left there. The
-        notebook's set-up, before its first check, runs once. The next attempt first runs
-        the same cells again as written (after the last attempt nothing needs them, so they
-        are not run).
+        other than the target are skipped. The cells that prepare the answer (after the
+        check or answer before it: exercise 08's free ports and fresh log folder) run again
+        first, so that each attempt starts from what they make, not from what an earlier
+        attempt left there; the notebook's set-up, before its first check, runs only once.
+        The next attempt first runs all these cells again as written (after the last attempt
+        nothing needs them, so they are not run).
         """
         if not 1 <= wrong.answer <= len(self.answers):
             raise ValueError(f"{self.path.name} has no answer {wrong.answer}")
