@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from dpkit import data, tasks
-from tests.test_launcher import final_record, read_checkpoint
+from tests.test_launcher import ASYNC_200_ACCURACY, final_record, read_checkpoint
 
 PORT = 2222
 
@@ -165,9 +165,8 @@ def test_one_ps_and_two_workers_on_separate_hosts_train_to_the_end(tmp_path, lay
     assert codes == dict.fromkeys(layout.values(), 0)
     w, b, step = read_checkpoint(logdir)
     assert step == done["global_step"] == 200
-    # 200 asynchronous steps, each worker drawing its own order, end anywhere from 0.83 to
-    # 0.95 here; untrained weights score about 0.1
-    assert test_accuracy(w, b) == pytest.approx(done["accuracy"]) and done["accuracy"] > 0.75
+    assert test_accuracy(w, b) == pytest.approx(done["accuracy"])
+    assert done["accuracy"] > ASYNC_200_ACCURACY
     # the variables live on the ps: every step's gradients reached it over the wire
     # (200 updates of a 784x10 float32 matrix are 6 MB)
     assert received > 200 * 784 * 10 * 4
