@@ -188,3 +188,84 @@ class ThroughputMeter:
     def summary(self) -> Summary:
         """The windows finished so far (a partial window is left out)."""
         return Summary(tuple(self._windows), self.warmup_steps)
+
+
+# --- Was the machine quiet? -------------------------------------------------------------
+
+QUIET_CORES = 0.25  # other programs' average CPU use below which a timing counts as quiet
+
+
+def _busy_seconds() -> float:
+    """CPU-seconds the whole machine has spent busy since boot (every core)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    busy = t.user + t.system + getattr(t, "nice", 0.0)
+    busy += getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0) + getattr(t, "steal", 0.0)
+    return busy  # Linux counts guest time inside user: not added again
+
+
+def _own_seconds() -> float:
+    """CPU-seconds of this process and every descendant, live or reaped."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # exited between listing and reading: counted by its parent
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+class OtherLoad:
+    """How busy other programs kept the machine while a measurement ran.
+
+    A timing on a shared machine measures the machine as much as the code: another
+    program on the cores slows every step. Use it around a measurement; afterwards
+    ``cores`` is the CPU the rest of the machine used, averaged over the measurement (0.5
+    means half a core was busy with something else), and ``str()`` says whether the
+    timing counts as quiet. CPU time of this process and its child processes (a sweep's
+    children, pinned workers) is the measurement's own and is not counted.
+
+    Example::
+
+        with meter.OtherLoad() as load:
+            ...  # the timed work
+        print(load)
+
+    Introduced in lesson 01; every lesson that prints a timing prints its load too.
+    """
+
+    def __init__(self):
+        self.cores: float | None = None
+        self.seconds: float | None = None
+        self._start = None
+
+    def __enter__(self) -> OtherLoad:
+        try:
+            self._start = (time.perf_counter(), _busy_seconds(), _own_seconds())
+        except Exception:  # no psutil, or a platform it cannot read: load unknown
+            self._start = None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._start is None:
+            return
+        wall, busy, own = self._start
+        self.seconds = time.perf_counter() - wall
+        other = (_busy_seconds() - busy) - (_own_seconds() - own)
+        self.cores = max(0.0, other) / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def quiet(self) -> bool | None:
+        """True when other programs used under ``QUIET_CORES`` cores; None when unknown."""
+        return None if self.cores is None else self.cores < QUIET_CORES
+
+    def __str__(self) -> str:
+        if self.cores is None:
+            return "other work on this machine while measuring: unknown (no psutil here)"
+        verdict = "quiet" if self.quiet else "BUSY: re-run on a quiet machine to trust the timing"
+        return f"other work on this machine while measuring: {self.cores:.2f} cores ({verdict})"

@@ -99,3 +99,69 @@ def test_tick_before_start_says_what_to_do():
 def test_bad_arguments(kwargs, words):
     with pytest.raises(ValueError, match=words):
         meter.ThroughputMeter(**kwargs)
+
+
+# --- OtherLoad: was the machine quiet while measuring? ----------------------------------
+
+
+def test_other_load_is_the_machines_busy_time_minus_our_own(monkeypatch):
+    # Fake readings: over 2 s the machine was busy 3.0 CPU-s, 2.5 of them ours (a sweep's
+    # children included): the others used 0.5 CPU-s, a quarter of a core on average.
+    readings = {"clock": iter([10.0, 12.0]), "busy": iter([100.0, 103.0]), "own": iter([7.0, 9.5])}
+    monkeypatch.setattr(meter.time, "perf_counter", lambda: next(readings["clock"]))
+    monkeypatch.setattr(meter, "_busy_seconds", lambda: next(readings["busy"]))
+    monkeypatch.setattr(meter, "_own_seconds", lambda: next(readings["own"]))
+    with meter.OtherLoad() as load:
+        pass
+    assert load.cores == pytest.approx(0.25) and load.seconds == pytest.approx(2.0)
+    assert load.quiet is (meter.QUIET_CORES > 0.25)
+    assert "0.25 cores" in str(load)
+
+
+def test_a_busy_machine_is_reported_busy_and_a_quiet_one_quiet(monkeypatch):
+    for others, quiet in [(0.0, True), (0.9, False)]:
+        readings = {"c": iter([0.0, 1.0]), "b": iter([0.0, 1.0 + others]), "o": iter([0.0, 1.0])}
+        monkeypatch.setattr(meter.time, "perf_counter", lambda r=readings: next(r["c"]))
+        monkeypatch.setattr(meter, "_busy_seconds", lambda r=readings: next(r["b"]))
+        monkeypatch.setattr(meter, "_own_seconds", lambda r=readings: next(r["o"]))
+        with meter.OtherLoad() as load:
+            pass
+        assert load.quiet is quiet
+        assert ("BUSY" in str(load)) is not quiet and ("(quiet)" in str(load)) is quiet
+
+
+def test_an_unknown_load_says_so(monkeypatch):
+    def fail():
+        raise ImportError("no psutil")
+
+    monkeypatch.setattr(meter, "_busy_seconds", fail)
+    with meter.OtherLoad() as load:
+        pass
+    assert load.cores is None and load.quiet is None and "unknown" in str(load)
+
+
+def test_a_real_busy_loop_in_another_process_tree_is_counted(tmp_path):
+    """A busy loop that is not our descendant (the shell that started it exits): counted."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    ready = tmp_path / "ready"
+    loop = (
+        f"import os, time\nopen({str(ready)!r}, 'w').write(str(os.getpid()))\n"
+        "t = time.time()\nwhile time.time() - t < 30: pass"
+    )
+    subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0" >/dev/null 2>&1 &', loop], check=True)
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:  # poll: it may start slowly
+        time.sleep(0.05)
+    assert ready.exists(), "the busy loop did not start within 60 s"
+    time.sleep(0.1)  # the pid is written
+    try:
+        with meter.OtherLoad() as load:
+            time.sleep(1.0)
+    finally:
+        os.kill(int(ready.read_text()), signal.SIGKILL)  # not our child: init reaps it
+    # One core of other work (more on a busy machine): well over the quiet line.
+    assert load.cores is not None and load.cores > 0.5 and not load.quiet
