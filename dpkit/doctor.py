@@ -32,16 +32,21 @@ import time
 
 import numpy as np
 
-from dpkit import bench, devices, gradients, models, towers
+from dpkit import bench, checking, devices, gradients, models, towers
 
 OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
 
 #: Device counts whose plan the report shows.
 PLAN_COUNTS = (1, 2, 4, 8)
 
-#: Elementwise tolerance of a comparison: ``|got - want| <= ATOL + RTOL * |want|``. The
-#: towers add the same float32 numbers in another order, which changes the last bits only.
-ATOL, RTOL = 1e-5, 1e-4
+#: The bar of a comparison (``checking.agree``), in float32 epsilons of the largest
+#: reference value: about 1.2e-4 of it. The towers add the same float32 numbers in another
+#: order, which changes the last bits only, on any CPU or GPU.
+ULPS = 1024
+
+#: Check b fails when the tower step moved no weight by more than this: a step that
+#: changes nothing would make every comparison after it pass.
+MIN_MOVE = 1e-5
 
 #: Memory per logical GPU for the checks a-d when GPUs are split (megabytes). Small: the
 #: tiny model needs little, and check e's children then find room on the same GPUs.
@@ -125,7 +130,7 @@ class Machine:
 
 
 def compare(what: str, got, want, where: str = "") -> tuple[str, str]:
-    """Judge two lists of arrays against :data:`ATOL` and :data:`RTOL`.
+    """Judge two lists of arrays with ``checking.agree`` and a bar of :data:`ULPS`.
 
     Args:
         what: what the arrays are, for the message (``"gradient"``, ``"weight"``).
@@ -142,18 +147,14 @@ def compare(what: str, got, want, where: str = "") -> tuple[str, str]:
     if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want)):
         shapes = [g.shape for g in got], [w.shape for w in want]
         return FAILED, f"{what} shapes differ: {shapes[0]} vs reference {shapes[1]}{on}"
-    gap = max(float(np.max(np.abs(g - w), initial=0.0)) for g, w in zip(got, want))
-    size = max(float(np.max(np.abs(w), initial=0.0)) for w in want)
-    if size == 0.0:
+    check = checking.agree(got, want, what=what, ulps=ULPS)
+    if check.scale == 0.0:
         return FAILED, f"the reference {what}s are all zero, so nothing was compared{on}"
-    worst = max(
-        float(np.max(np.abs(g - w) - RTOL * np.abs(w), initial=0.0)) for g, w in zip(got, want)
-    )
     detail = (
-        f"largest {what} gap {gap:.1e} (reference values up to {size:.2g}; tolerance "
-        f"{ATOL:g} + {RTOL:g} x |reference|){on}"
+        f"largest {what} gap {check.gap:.1e} (reference values up to {check.scale:.2g}; "
+        f"the bar is {check.bar:.1e}, {ULPS} float32 epsilons of that){on}"
     )
-    return (OK, detail) if worst <= ATOL else (FAILED, detail)
+    return (OK, detail) if check else (FAILED, detail)
 
 
 def check_towers(machine: Machine) -> tuple[str, str]:
@@ -184,8 +185,8 @@ def check_mirrored(machine: Machine) -> tuple[str, str]:
     start = tower_model.get_weights()
     towers.make_tower_train_step(tower_model, keras.optimizers.SGD(LEARNING_RATE), devs)(x, y)
     moved = max(float(np.max(np.abs(a - b))) for a, b in zip(tower_model.get_weights(), start))
-    if moved <= ATOL:
-        return FAILED, f"the tower step changed no weight by more than {ATOL:g} ({moved:.1e})"
+    if moved <= MIN_MOVE:
+        return FAILED, f"the tower step changed no weight by more than {MIN_MOVE:g} ({moved:.1e})"
 
     strategy = machine.strategy()
     with strategy.scope():

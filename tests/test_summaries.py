@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dpkit import summaries
+from dpkit import checking, summaries
 from tests import childproc, procs
 
 SCALAR_STEPS = [0, 3, 7]
@@ -156,7 +156,7 @@ def test_trace_graph_refuses_eager_functions(tmp_path):
 TOWERS_CHILD = """
 import json, tempfile
 import keras, numpy as np, tensorflow as tf
-from dpkit import devices, models, summaries, towers
+from dpkit import checking, devices, models, summaries, towers
 
 devs = list(devices.setup(2).devices)
 keras.utils.set_random_seed(0)
@@ -175,9 +175,7 @@ step = summaries.make_logged_tower_step(model, keras.optimizers.SGD(0.1), devs)
 loss, tower_losses = summaries.trace_graph(step, x, y, writer=run.train, name="tower_step")
 reference = towers.make_tower_train_step(twin, keras.optimizers.SGD(0.1), devs)
 reference_loss = float(reference(x, y))
-weight_gap = max(
-    float(np.max(np.abs(a - b))) for a, b in zip(model.get_weights(), twin.get_weights())
-)
+weights_agree = checking.agree(model.get_weights(), twin.get_weights(), what="logged vs tower step")
 trace = summaries.profile_steps(step, [(x, y)] * 2, run.dir / "train")
 profiled = summaries.read_profile(trace)
 
@@ -203,7 +201,7 @@ print(json.dumps({
     "shard_losses": shard_losses,
     "loss": float(loss),
     "reference_loss": reference_loss,
-    "weight_gap": weight_gap,
+    "weights_agree": [bool(weights_agree), str(weights_agree)],
     "profiled_convs": sorted({op.name.split("/")[0] for op in profiled
                               if op.type == "_FusedConv2D"}),
     "profiled_sends": sum(op.type == "_Send" for op in profiled),
@@ -225,10 +223,16 @@ def test_graph_trace_has_each_towers_convolutions_on_its_own_device(two_towers):
 
 
 def test_logged_tower_step_returns_each_shards_loss(two_towers):
-    assert two_towers["tower_losses"] == pytest.approx(two_towers["shard_losses"], abs=1e-6)
-    assert two_towers["loss"] == pytest.approx(np.mean(two_towers["shard_losses"]), abs=1e-6)
-    assert two_towers["loss"] == pytest.approx(two_towers["reference_loss"], abs=1e-6)
-    assert two_towers["weight_gap"] < 1e-6  # same update as towers.make_tower_train_step
+    shards = two_towers["shard_losses"]
+    for got, want, what in [
+        (two_towers["tower_losses"], shards, "each tower's loss vs its shard's"),
+        (two_towers["loss"], np.mean(shards), "the step's loss vs the shards' mean"),
+        (two_towers["loss"], two_towers["reference_loss"], "vs towers.make_tower_train_step"),
+    ]:
+        check = checking.agree(got, want, what=what)
+        assert check, check
+    ok, says = two_towers["weights_agree"]  # the same update as towers.make_tower_train_step
+    assert ok, says
 
 
 def test_profile_trace_shows_both_towers_and_the_transfers(two_towers):

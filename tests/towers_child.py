@@ -1,16 +1,25 @@
 """Runs in a child process with n devices: dpkit towers against independent references.
 
-Each entry of the returned dict is the largest absolute difference from a reference
-(or a boolean). test_towers_reference.py asserts on them, one child per device count.
+Each comparison in the returned dict is ``checking.agree`` of the result with a
+reference, as ``{"ok", "says", "ratio"}`` (or a boolean for placement).
+test_towers_reference.py asserts on them, one child per device count.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dpkit import checking
 
-def _gap(a, b) -> float:
-    return max(float(np.max(np.abs(np.asarray(p) - np.asarray(q)))) for p, q in zip(a, b))
+
+def _gap(a, b, ulps: float = checking.DEFAULT_ULPS) -> dict:
+    """checking.agree of two lists of arrays, as JSON: the verdict and what it says."""
+    check = checking.agree([np.asarray(p) for p in a], [np.asarray(q) for q in b], ulps=ulps)
+    return {
+        "ok": bool(check),
+        "says": str(check),
+        "ratio": check.gap / check.bar if check.bar else None,
+    }
 
 
 def _bn_model():
