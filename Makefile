@@ -109,7 +109,7 @@ ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/nul
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-under-load test-grading test-papermill test-browser screenshots test-oldest \
+.PHONY: help lab test test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest \
 	check-versions check-python env lint unit notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
@@ -159,6 +159,17 @@ test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson, 
 	$(PY) -m pytest lessons tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder --ignore=tests/test_papermill.py --durations=15; \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
+
+# The same claims under arithmetic that differs from the recorded run, on any Linux machine:
+# oneDNN on (Colab's default: other kernels, other summation orders) and one intra-op thread
+# (other partial sums), nbval over every lesson and solution; then lessons 00, 02, 03 and 04
+# at another device count, whose checked cells must print the same True/False.
+PORTABLE_ENV := TF_ENABLE_ONEDNN_OPTS=1 TF_NUM_INTRAOP_THREADS=1
+test-portable: $(STAMP) ## every lesson and solution with oneDNN on and one thread, and at other device counts: every checked claim must hold
+	@start=$$(date +%s); \
+	$(PORTABLE_ENV) $(PY) -m pytest lessons solutions tests/portable_device_counts.py $(NBVAL_FLAGS) \
+		-v -n $(TEST_WORKERS) --dist loadfile --durations=10; \
+	code=$$?; echo "dpkit: make test-portable took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # The oldest supported TensorFlow in its own venv: the unit tests and lessons 00-03 under
 # nbval with the flags make test uses. OLDEST_TF=2.20 tries the middle release instead.
