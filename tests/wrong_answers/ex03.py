@@ -7,10 +7,11 @@ _TOWERS = """
 tower_grads = []
 shards = zip(tf.split(x, NUM_DEVICES), tf.split(y, NUM_DEVICES))
 for device, (xi, yi) in zip(setup.devices, shards):
-    with tf.device(device), tf.GradientTape() as tape:
-        per_example = per_example_loss(yi, model(xi, training=True))
-        loss = {loss}
-    tower_grads.append(tape.gradient(loss, model.trainable_variables))
+    with tf.device(device):
+        with tf.GradientTape() as tape:
+            per_example = per_example_loss(yi, model(xi, training=True))
+            loss = {loss}
+        tower_grads.append(tape.gradient(loss, model.trainable_variables))
 grads = [{reduce} for g in zip(*tower_grads)]
 optimizer.apply_gradients(zip(grads, model.trainable_variables))
 """
@@ -110,6 +111,23 @@ WRONG: list[Wrong] = [
         ),
         check="2",
         expect=r"after a second step, .* differs from two big-batch steps",
+    ),
+    Wrong(
+        2,
+        "backward passes outside the towers' devices",
+        _TOWERS.format(loss=_GLOBAL, reduce="tf.add_n(list(g))").replace(
+            "    with tf.device(device):\n"
+            "        with tf.GradientTape() as tape:\n"
+            "            per_example = per_example_loss(yi, model(xi, training=True))\n"
+            f"            loss = {_GLOBAL}\n"
+            "        tower_grads",
+            "    with tf.device(device), tf.GradientTape() as tape:\n"
+            "        per_example = per_example_loss(yi, model(xi, training=True))\n"
+            f"        loss = {_GLOBAL}\n"
+            "    tower_grads",
+        ),
+        check="2",
+        expect=r"tower 1 ran forward on \('CPU', 1\), but its backward pass ran on \('CPU', 0\)",
     ),
     Wrong(
         2,
