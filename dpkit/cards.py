@@ -150,7 +150,8 @@ HARDWARE = {
         devices_per_node=4,
         intra=Link(5e-6, 12e9),  # PCIe 3.0 x16, as measured by NCCL tests
         inter=Link(5e-6, gbit(25)),
-        source="Sergeev & Del Balso, Horovod (2018): 128 servers of 4 Pascal GPUs, 25 Gbit/s RoCE",
+        source="Horovod's benchmarks (docs/benchmarks.rst): 128 servers of 4 Pascal GPUs, "
+        "25 Gbit/s RoCE",
     ),
     "k80_10gbe": Hardware(
         "K80 servers (8 GPUs) over 10 Gbit/s Ethernet",

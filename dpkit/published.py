@@ -180,6 +180,8 @@ def rows() -> list[Row]:
             base=8,
             per_device_batch=32,
             algorithm="hierarchical",
+            # Not published by Goyal et al.: an assumed one-P100 rate at 32 images, a little
+            # under the DGX-1 table's 219 at 64 (smaller batches run less efficiently).
             one_device_examples_per_s=195,
         ),
     ]
