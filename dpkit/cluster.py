@@ -12,6 +12,9 @@ or an interrupt), at interpreter exit, and by itself when the parent dies; ``kil
 ``restart`` stop and restart one task for fault experiments. In ``"in_process"`` mode the
 servers live in this process (:mod:`dpkit.in_process`) and can never be stopped.
 
+Every task is started with ``GRPC_FAIL_FAST=use_caller`` (unless the environment sets it),
+and this process gets it when the cluster starts (:data:`GRPC_FAIL_FAST`).
+
 Safety: every argument is checked before anything starts, and a task that does not answer
 raises :class:`ClusterNotReadyError` naming it (``ParameterServerStrategy`` would otherwise
 block for minutes, deaf to Ctrl-C). A TF server has no authentication and listens on all
@@ -21,6 +24,7 @@ interfaces even when its address says ``127.0.0.1``: the first cluster started w
 from __future__ import annotations
 
 import json
+import os
 import queue
 import time
 import warnings
@@ -31,6 +35,15 @@ MODES = ("process", "in_process")
 
 #: Most tasks (ps + workers + chief) a local cluster may have, all on this one machine.
 MAX_TASKS = 16
+
+#: ``GRPC_FAIL_FAST`` for every task and the coordinator. TensorFlow's parameter-server
+#: tutorial asks for ``use_caller`` on every task, the coordinator included, "to make fault
+#: tolerance work properly": a failed worker or ps is then reported to the coordinator
+#: instead of leaving a call to it waiting. Since
+#: tensorflow/community RFC 355 (2021) it is TensorFlow's own default too (TF 2.21's C++ reads
+#: the variable with ``"use_caller"`` as the default), so setting it is for older TensorFlow
+#: and for anyone whose environment says otherwise: a value already set is left alone.
+GRPC_FAIL_FAST = "use_caller"
 
 #: Exit code of a task child whose port was taken by someone else (the parent retries).
 EXIT_PORT_TAKEN = 5
@@ -247,6 +260,9 @@ class LocalCluster:
         if not _warned:
             _warned = True
             warnings.warn(_SECURITY_WARNING, stacklevel=_warn_level)
+        os.environ.setdefault(
+            "GRPC_FAIL_FAST", GRPC_FAIL_FAST
+        )  # the coordinator, in-process servers
         try:
             if self.mode == "process":
                 self._start_processes()
@@ -295,7 +311,8 @@ class LocalCluster:
         for t in tasks:
             args = (json.dumps(self.cluster), *t.split(":"), self.inter_op_threads_per_task)
             argv = _procs.program_argv("server", *args)
-            self._tasks[t] = _procs.Child(argv, name=t, kind="cluster", lines=lines)
+            env = {"GRPC_FAIL_FAST": os.environ.get("GRPC_FAIL_FAST", GRPC_FAIL_FAST)}
+            self._tasks[t] = _procs.Child(argv, name=t, kind="cluster", lines=lines, env=env)
             waiting[self._tasks[t]] = t
         while waiting:
             remaining = deadline - time.monotonic()
