@@ -93,7 +93,8 @@ class Agreement:
         where = "" if self.item is None else f" (item {self.item})"
         if math.isnan(self.gap):
             return f"{self.what}: differ: a NaN where a number was expected{where}"
-        verdict = "agree" if self else f"differ ({self.gap / self.bar:.3g} times the bar)"
+        times = f"{self.gap / self.bar:.3g} times the bar" if self.bar else "the bar is 0"
+        verdict = "agree" if self else f"differ ({times})"
         return (
             f"{self.what}: {verdict}: largest gap {self.gap:.2g} on values up to "
             f"{self.scale:.3g}{where}; the bar is {self.bar:.2g}, {self.ulps:g} float32 "
