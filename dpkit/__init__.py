@@ -10,7 +10,7 @@ Lesson modules, what the notebooks import (one idea each; the lesson that introd
 * ``devices`` (00): the same device set-up on a CPU, one GPU or many GPUs.
 * ``data``, ``models`` (01): offline datasets and synthetic batches; the sources' models.
 * ``towers`` (02): one tower per device, each on its shard of the batch.
-* ``gradients``, ``compare`` (03): averaging the towers' gradients, all-reduce; comparing.
+* ``gradients`` (03): averaging the towers' gradients, all-reduce.
 * ``compat`` (01-02): the same ideas as TF1 graph code.
 * ``meter``, ``bench``, ``report``, ``pinned``, ``widgets`` (05): throughput honestly
   measured, sweeps over device counts (one child process each) and their report,

@@ -106,3 +106,13 @@ def test_bad_comparisons_are_refused():
         checking.agree([np.zeros(2)], [np.zeros(3)])
     with pytest.raises(ValueError, match="ulps"):
         checking.agree(np.zeros(2), np.zeros(2), ulps=0)
+
+
+def test_the_gap_is_numpys_largest_absolute_difference_over_every_item():
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    a = [rng.normal(size=(3, 4)), rng.normal(size=5)]
+    b = [a[0] + 0.25, a[1] - rng.uniform(0, 0.5, size=5)]
+    expected = max(np.abs(a[0] - b[0]).max(), np.abs(a[1] - b[1]).max())
+    assert checking.agree(a, [tf.constant(t) for t in b]).gap == pytest.approx(expected)

@@ -65,17 +65,3 @@ def test_describe_lists_every_layer_and_the_total():
     for layer in model.layers:
         assert layer.name in table
     assert f"{model.count_params():,}" in table
-
-
-def test_largest_gap_against_numpy():
-    from dpkit import compare
-
-    rng = np.random.default_rng(0)
-    a = [rng.normal(size=(3, 4)), rng.normal(size=5)]
-    b = [a[0] + 0.25, a[1] - rng.uniform(0, 0.5, size=5)]
-    expected = max(np.abs(a[0] - b[0]).max(), np.abs(a[1] - b[1]).max())
-    assert compare.largest_gap(a, [tf.constant(t) for t in b]) == pytest.approx(expected)
-    with pytest.raises(ValueError, match="2 items with 1"):
-        compare.largest_gap(a, b[:1])
-    with pytest.raises(ValueError, match="shape"):
-        compare.largest_gap(a[:1], [np.zeros(3)])
