@@ -260,9 +260,8 @@ class LocalCluster:
         if not _warned:
             _warned = True
             warnings.warn(_SECURITY_WARNING, stacklevel=_warn_level)
-        os.environ.setdefault(
-            "GRPC_FAIL_FAST", GRPC_FAIL_FAST
-        )  # the coordinator, in-process servers
+        # This process: the coordinator, and in-process servers.
+        os.environ.setdefault("GRPC_FAIL_FAST", GRPC_FAIL_FAST)
         try:
             if self.mode == "process":
                 self._start_processes()
