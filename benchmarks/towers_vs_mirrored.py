@@ -63,10 +63,11 @@ def _child(name: str, per_call: int, args) -> int:
     import keras
     import tensorflow as tf
 
-    from dpkit import _procs, bench, data, devices, models
+    from dpkit import bench, data, devices, models
+    from dpkit.plumbing import procs
     from dpkit.programs import throughput
 
-    _procs.watch_parent()
+    procs.watch_parent()
     setup = devices.setup(args.devices)
     devs = list(setup.devices)
     keras.utils.set_random_seed(0)
@@ -117,9 +118,9 @@ def _child(name: str, per_call: int, args) -> int:
                     return
                 float(logs["loss"])  # waits for the last step
                 if self.start is not None:
-                    _procs.record(seconds=time.perf_counter() - self.start)
+                    procs.record(seconds=time.perf_counter() - self.start)
                 else:
-                    _procs.record(ready=name, **machine)
+                    procs.record(ready=name, **machine)
                 if _next_command() != "run":
                     self.model.stop_training = True
                     return
@@ -141,7 +142,7 @@ def _child(name: str, per_call: int, args) -> int:
             # Keras 3 fit with steps_per_execution > 1 under MirroredStrategy fails in
             # graph building (keras-team/keras#19246, open); say so instead of timing nothing
             first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-            _procs.record(failed=f"{type(error).__name__}: {first}", **machine)
+            procs.record(failed=f"{type(error).__name__}: {first}", **machine)
         return 0
 
     kind = {"single device": "single", "dpkit towers": "towers"}.get(name, "mirrored")
@@ -150,18 +151,18 @@ def _child(name: str, per_call: int, args) -> int:
     )
     for _ in range(WARMUP_CALLS):
         float(step())  # tracing and first-step costs
-    _procs.record(ready=name, **machine)
+    procs.record(ready=name, **machine)
     while _next_command() == "run":
         start = time.perf_counter()
         for _ in range(calls_per_round):
             loss = step()
         float(loss)  # waits for the last step
-        _procs.record(seconds=time.perf_counter() - start)
+        procs.record(seconds=time.perf_counter() - start)
     return 0
 
 
 def _read(child, what: str) -> dict:
-    from dpkit import _procs
+    from dpkit.plumbing import procs
 
     while True:
         _, line = child.lines.get()
@@ -171,7 +172,7 @@ def _read(child, what: str) -> dict:
                 f"the benchmark child for {what} exited (code {code}) before answering; "
                 f"its stderr:\n{child.tail()}"
             )
-        record = _procs.parse_record(line)
+        record = procs.parse_record(line)
         if record is not None:
             return record  # anything else is a line some library printed
 
@@ -221,12 +222,13 @@ def main(argv=None) -> int:
         sys.stdout.flush()
         os._exit(code)  # skip TensorFlow's teardown
 
-    from dpkit import _checks, _procs, bench, models, towers
+    from dpkit import bench, models, towers
+    from dpkit.plumbing import checks, procs
 
     towers.shard_sizes(args.batch, args.devices)  # fail early, with the fix, if it does not divide
     models.build(args.model)  # fail early on an unknown model name
     for what in ("steps", "rounds", "per_call"):
-        _checks.whole(getattr(args, what), f"--{what.replace('_', '-')}", 1, "e.g. 10")
+        checks.whole(getattr(args, what), f"--{what.replace('_', '-')}", 1, "e.g. 10")
     if args.steps % args.per_call:
         parser.error(f"--steps {args.steps} must be a multiple of --per-call {args.per_call}")
     if args.model not in bench.INPUT_SHAPES:
@@ -241,7 +243,7 @@ def main(argv=None) -> int:
         for name, k in keys:  # start them all; each warms up while the others start
             argv_child = [sys.executable, os.path.abspath(__file__), "--child", name]
             argv_child += ["--child-per-call", str(k), *common]
-            children[(name, k)] = _procs.Child(
+            children[(name, k)] = procs.Child(
                 argv_child, name=label[(name, k)], lines=queue.Queue(), stdin=True
             )
         print(f"started {len(children)} children; building and warming up ...", flush=True)

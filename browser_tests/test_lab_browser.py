@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests import procs  # noqa: E402
+from tests.support import machine  # noqa: E402
 
 SHOTS = ROOT / "runs" / "browser"
 INSTALL_HINT = (
@@ -64,7 +64,7 @@ class Lab:
 
     def __init__(self, root: Path, *, base_url: str = "/", env: dict | None = None):
         self.root = root
-        self.port = procs.free_port()
+        self.port = machine.free_port()
         self.token = secrets.token_hex(16)
         self.base_url = f"/{base_url.strip('/')}/".replace("//", "/")
         extra = dict(env or {})
@@ -125,7 +125,7 @@ class Lab:
         )
 
     def stop(self) -> None:
-        procs.stop_group(self.proc)
+        machine.stop_group(self.proc)
         self.log.close()
 
 
@@ -137,7 +137,7 @@ def lab(tmp_path_factory):
     server = Lab(root)
     yield server
     server.stop()
-    assert procs.wait_gone(server.proc.pid, 10, group=True), "JupyterLab's processes outlived it"
+    assert machine.wait_gone(server.proc.pid, 10, group=True), "JupyterLab's processes outlived it"
 
 
 BLANK_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="117" height="20"/>'
@@ -318,7 +318,7 @@ def test_lesson_05_sweep_panel_runs_updates_and_stops(browser, lab):
     page.shot("panel-stopped")
     assert run.is_enabled() and stop.is_disabled()
     if pid is not None:
-        assert procs.wait_gone(pid, 10), "Stop did not end the child process"
+        assert machine.wait_gone(pid, 10), "Stop did not end the child process"
     # Either way no bench child of the kernel is left.
     kernel_children = subprocess.run(
         ["pgrep", "-f", "dpkit.programs throughput"], capture_output=True, text=True

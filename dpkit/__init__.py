@@ -3,33 +3,58 @@
 Import modules, not names: ``from dpkit import devices`` then ``devices.setup(4)``.
 Importing dpkit does nothing else: no TensorFlow start-up, no seeding, no plotting style.
 
-The modules come in three tiers, and imports only go down them (``dpkit/README.md``):
+A lesson module sits at ``dpkit/<idea>.py``; what a learner never opens is in folders:
+``views/`` (what notebooks display), ``programs/`` (what runs in a child process),
+``cli/`` (the command line and the doctor) and ``plumbing/`` (processes, the child process
+contract, argument checks). Imports only go down those tiers; ``dpkit/README.md`` maps them
+and pyproject.toml's ``[tool.dpkit.layout]`` is where they are written.
 
-Lesson modules, what the notebooks import (one idea each; the lesson that introduces it):
+Its modules (written by tools/layout.py):
 
-* ``devices`` (00): the same device set-up on a CPU, one GPU or many GPUs.
-* ``data``, ``models`` (01): offline datasets and synthetic batches; the sources' models.
-* ``towers`` (02): one tower per device, each on its shard of the batch.
-* ``gradients`` (03): averaging the towers' gradients, all-reduce.
-* ``compat`` (01-02): the same ideas as TF1 graph code.
-* ``meter``, ``bench``, ``report``, ``pinned``, ``widgets`` (05): throughput honestly
-  measured, sweeps over device counts (one child process each) and their report,
-  workers pinned to cores, the notebook views of a sweep.
-* ``summaries`` (06), a package: ``writers``, ``traces``, ``logs``, ``board`` (TensorBoard).
-* ``cluster``, ``tasks`` (07): local clusters of ps and worker tasks, always torn down;
-  ``in_process``: what TensorFlow starts in this process and cannot stop.
-* ``launcher`` (08): one task of a real cluster, from flags or ``TF_CONFIG``.
-* ``diagrams``, ``params``, ``checking`` (all): pictures, notebook parameter checks, and
-  what the exercises' checks share.
+* ``devices`` (lesson 00): one device-setup mechanism for CPU, one GPU, many GPUs.
+* ``data`` (lesson 01): offline digits, synthetic batches.
+* ``models`` (lesson 01): LeNet-5, MLP, CIFAR-10 CNN with their FLOPs.
+* ``towers`` (lesson 02): split a batch, tower gradients, the tower train step, make_parallel.
+* ``gradients`` (lesson 03): averaging gradients three ways, ring all-reduce, the bandwidth
+  model.
+* ``compat`` (lesson 02): the same ideas as TF1 graph code under tf.compat.v1.
+* ``meter`` (lesson 01): examples/sec with warm-up, windows, median and spread; OtherLoad, how
+  busy other programs kept the machine.
+* ``bench`` (lesson 05): throughput runs and sweeps, one child process per device count.
+* ``report`` (no lesson imports it): a sweep's report: table, plot, speed-up and efficiency.
+* ``pinned`` (lesson 05): worker processes pinned to their own cores (real CPU data
+  parallelism).
+* ``summaries`` (lesson 06): a package: writers (runs and summaries), traces (graph and
+  profiler), logs (event files read back), board (the TensorBoard process).
+* ``cluster`` (lesson 07): local ps/worker clusters that are always torn down.
+* ``in_process`` (no lesson imports it): the servers and coordinators TensorFlow starts in this
+  process and cannot stop.
+* ``tasks`` (lesson 07): one child process per task of a local cluster, in records.
+* ``launcher`` (lesson 08): reading and checking one task of a real cluster, from flags or
+  TF_CONFIG.
+* ``scaling`` (lesson 09): the cost model of a step: alpha-beta exchange, ring and parameter-
+  server traffic, overlap.
+* ``cards`` (lesson 05): model and hardware cards.
+* ``published`` (lesson 05): published figures and one fit per setup.
+* ``calibrate`` (lesson 09): this machine's all-reduce, measured.
+* ``diagrams`` (lesson 00): pictures of devices, towers and clusters.
+* ``params`` (lesson 00): a lesson's parameters checked at once, before TensorFlow fails
+  obscurely.
+* ``checking`` (lesson 00): checking.agree (a result against its reference, in float32 epsilons
+  of the magnitudes) and what exercise checks share.
+* ``views.widgets`` (views, lesson 05): the device picker, the live sweep view and the sweep
+  panel.
+* ``views.scaling_panel`` (views, lesson 09): the prediction panel of lesson 09.
+* ``plumbing.procs`` (plumbing): the only place that starts a process: process groups, one
+  registry reaped at exit, records, kills.
+* ``plumbing.checks`` (plumbing): argument checks every module shares; each error names the
+  argument, what it got and a good value.
+* ``plumbing.notebook`` (plumbing): whether a notebook front end is attached.
+* ``cli.main`` (cli): the command line's one router: devices, bench, task, doctor.
+* ``cli.doctor`` (cli): python -m dpkit doctor: the build, the GPUs, real checks of this
+  machine, in one report.
 
-Programs, what runs inside a child process (``dpkit.programs``, never imported by a lesson
-module): ``throughput``, ``server``, ``workers``, ``pinned``, ``task``.
-
-Plumbing, for contributors: ``_procs`` (the only place that starts processes) and
-``_checks`` (the argument checks every module shares).
-
-The command line is ``dpkit`` (``python -m dpkit``): ``devices``, ``bench``, ``task`` and
-``doctor``.
+(end of the list)
 """
 
 __version__ = "0.1.0"

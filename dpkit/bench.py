@@ -5,7 +5,7 @@ Introduced in lesson 05. TensorFlow fixes its device list once per process, so a
 (:mod:`dpkit.programs.throughput`) for one :class:`Config` and reads what it measures.
 :class:`Sweep` runs several device counts in turn and yields :class:`Event` s as they
 arrive; the command line (``python -m dpkit bench``), the notebook widgets
-(:mod:`dpkit.widgets`) and the benchmarks all share this one runner. ``Config``,
+(:mod:`dpkit.views.widgets`) and the benchmarks all share this one runner. ``Config``,
 ``Result`` and ``Report`` (speed-up, efficiency, MFU) come from :mod:`dpkit.report`.
 
 Safety: every input is checked before a child starts; a child that crashes, or outlives
@@ -26,8 +26,8 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from dpkit import _checks, _procs
 from dpkit.devices import MAX_DEVICES
+from dpkit.plumbing import checks, procs
 from dpkit.report import DATASETS, MODELS, STRATEGIES, Config, Report, Result  # noqa: F401
 
 #: Example shape each model trains on with synthetic data.
@@ -63,8 +63,8 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
     deadline = started + config.timeout
     result = Result(config=config)
     lines: queue.Queue = queue.Queue()
-    argv = argv or _procs.program_argv("throughput", "--config", json.dumps(config.as_dict()))
-    child = _procs.Child(argv, name=f"bench:{config.devices}", kind="bench", lines=lines)
+    argv = argv or procs.program_argv("throughput", "--config", json.dumps(config.as_dict()))
+    child = procs.Child(argv, name=f"bench:{config.devices}", kind="bench", lines=lines)
     result.pid = child.pid
     if on_child is not None:
         on_child(child)
@@ -91,7 +91,7 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
                     done = code == 0 and result.examples_per_sec is not None
                     status = "ok" if done else "failed"
                 break
-            record = _procs.parse_record(line)
+            record = procs.parse_record(line)
             if record is None or "event" not in record:
                 continue  # anything else a library printed
             kind = record.pop("event")
@@ -176,7 +176,7 @@ def _device_counts(counts) -> list[int]:
     if not counts:
         raise ValueError("device_counts is empty; pass e.g. [1, 2, 4].")
     for n in counts:
-        if not _checks.is_whole(n) or not 1 <= n <= MAX_DEVICES:
+        if not checks.is_whole(n) or not 1 <= n <= MAX_DEVICES:
             raise ValueError(
                 f"device counts must be whole numbers from 1 to {MAX_DEVICES}, got "
                 f"{n!r} in {counts}; e.g. [1, 2, 4]."
@@ -191,7 +191,7 @@ def _device_counts(counts) -> list[int]:
 
 def powers_of_two(up_to: int) -> list[int]:
     """``[1, 2, 4, ...]`` up to and including ``up_to`` (which is added if not a power)."""
-    up_to = _checks.whole(up_to, "up_to", 1, "e.g. powers_of_two(4)")
+    up_to = checks.whole(up_to, "up_to", 1, "e.g. powers_of_two(4)")
     counts = [2**k for k in range(int(math.log2(up_to)) + 1)]
     return counts if counts[-1] == up_to else [*counts, up_to]
 
@@ -251,7 +251,7 @@ class Sweep:
                             self.report.peak_flops_per_sec = event.result.peak_flops_per_sec
                     yield event
 
-    def _set_child(self, child: _procs.Child) -> None:
+    def _set_child(self, child: procs.Child) -> None:
         self._child = child
 
     def run(self, on_event=None) -> Report:

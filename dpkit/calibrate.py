@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpkit import _checks, _procs, gradients, pinned
+from dpkit import gradients, pinned
+from dpkit.plumbing import checks, procs
 
 #: Message sizes :func:`measure` times by default: 4 KB to 16 MB, each 4 times the last.
 DEFAULT_SIZES = tuple(4096 * 4**i for i in range(7))
@@ -72,7 +73,7 @@ def fit_alpha_beta(sizes_bytes, seconds, workers: int) -> tuple[float, float]:
         ValueError: lengths differ, fewer than 2 distinct sizes, a size or time that is not
             a positive number, or fewer than 2 workers.
     """
-    workers = _checks.whole(workers, "workers", 2, "e.g. workers=2 (a ring needs two)")
+    workers = checks.whole(workers, "workers", 2, "e.g. workers=2 (a ring needs two)")
     m = _positive_array(sizes_bytes, "sizes_bytes", "message sizes in bytes, e.g. [4096, 65536]")
     t = _positive_array(seconds, "seconds", "all-reduce times in seconds, e.g. [3e-4, 2e-3]")
     if len(m) != len(t):
@@ -249,7 +250,7 @@ class Calibration:
 
 def _check(workers, sizes_bytes, repeats, timeout, echo):
     cores = pinned.usable_cores()
-    _checks.whole(workers, "workers", 2, "e.g. workers=2 (a ring needs two)")
+    checks.whole(workers, "workers", 2, "e.g. workers=2 (a ring needs two)")
     if workers > len(cores):
         raise ValueError(
             f"workers={workers} but this process may use only {len(cores)} core(s) {cores}; "
@@ -259,7 +260,7 @@ def _check(workers, sizes_bytes, repeats, timeout, echo):
         raise ValueError(f"sizes_bytes must be a list of byte counts, got {sizes_bytes!r}.")
     sizes = sorted(set(sizes_bytes))
     for size in sizes:
-        _checks.whole(size, "each of sizes_bytes", 4, "e.g. sizes_bytes=[4096, 65536, 1048576]")
+        checks.whole(size, "each of sizes_bytes", 4, "e.g. sizes_bytes=[4096, 65536, 1048576]")
         if size % 4 or size > MAX_BYTES:
             raise ValueError(
                 f"sizes_bytes holds {size}; a message is float32 values: use multiples of "
@@ -270,8 +271,8 @@ def _check(workers, sizes_bytes, repeats, timeout, echo):
             f"sizes_bytes needs at least 2 different sizes to separate latency from "
             f"bandwidth, got {sizes}; e.g. [4096, 4194304]."
         )
-    _checks.whole(repeats, "repeats", 1, "e.g. repeats=5")
-    _checks.positive_seconds(timeout, "timeout")
+    checks.whole(repeats, "repeats", 1, "e.g. repeats=5")
+    checks.positive_seconds(timeout, "timeout")
     if echo is not None and not callable(echo):
         raise ValueError(f"echo must be a function such as print, or None, got {echo!r}.")
     return sizes, cores[:workers]
@@ -315,15 +316,15 @@ def measure(
     say = echo or (lambda line: None)
     pin = pinned.can_pin()
     names = [f"worker {i}" for i in range(workers)]
-    hosts = [f"127.0.0.1:{_procs.free_port()}" for _ in names]
+    hosts = [f"127.0.0.1:{procs.free_port()}" for _ in names]
     arguments = ["--sizes", ",".join(map(str, sizes)), "--repeats", repeats]
     arguments += ["--matmul_size", MATMUL_SIZE, "--matmul_seconds", MATMUL_SECONDS]
     raw = []
-    with _procs.Group(timeout=timeout, echo=None) as group:  # stops every worker on the way out
+    with procs.Group(timeout=timeout, echo=None) as group:  # stops every worker on the way out
         for i, name in enumerate(names):
             spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
             core = cores[i] if pin else -1
-            argv = _procs.program_argv("allreduce", *arguments, "--core", core)
+            argv = procs.program_argv("allreduce", *arguments, "--core", core)
             group.start(name, argv, env={"TF_CONFIG": json.dumps(spec)})
         say(f"started {workers} workers on cores {cores}" + ("" if pin else " (not pinned)"))
         ready = [group.wait_for(name, "ready") for name in names]

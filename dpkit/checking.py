@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 
 @contextlib.contextmanager
@@ -141,7 +141,7 @@ def agree(
     Raises:
         ValueError: the lists differ in length, or a pair differs in shape.
     """
-    ulps = _checks.positive(ulps, "ulps")
+    ulps = checks.positive(ulps, "ulps")
     a, b = _arrays(actual), _arrays(expected)
     if len(a) != len(b):
         raise ValueError(f"cannot compare {len(a)} items with {len(b)}; pass equal-length lists.")

@@ -29,7 +29,8 @@ import queue
 import time
 import warnings
 
-from dpkit import _checks, _procs, in_process
+from dpkit import in_process
+from dpkit.plumbing import checks, procs
 
 MODES = ("process", "in_process")
 
@@ -60,8 +61,8 @@ _SECURITY_WARNING = (
 _warned = False
 
 # start() calls free_port through this module, so a test can hand out a taken port.
-free_port = _procs.free_port
-port_answers = _procs.port_answers
+free_port = procs.free_port
+port_answers = procs.port_answers
 
 
 class ClusterNotReadyError(RuntimeError):
@@ -71,7 +72,7 @@ class ClusterNotReadyError(RuntimeError):
 def parse_task(task) -> tuple[str, int]:
     """``("worker", 1)``, ``"worker:1"`` or ``"/job:worker/task:1"`` -> ``("worker", 1)``."""
     pair = isinstance(task, tuple) and len(task) == 2
-    if pair and isinstance(task[0], str) and _checks.is_whole(task[1]):
+    if pair and isinstance(task[0], str) and checks.is_whole(task[1]):
         return task[0], int(task[1])
     if isinstance(task, str):
         text = task.strip()
@@ -112,7 +113,7 @@ def probe(addresses: dict, timeout: float = 10.0) -> None:
 
 def live_tasks() -> list[int]:
     """PIDs of task children still running, over all clusters (for tests and the curious)."""
-    return _procs.live("cluster")
+    return procs.live("cluster")
 
 
 class LocalCluster:
@@ -150,9 +151,9 @@ class LocalCluster:
         host: str = "127.0.0.1",
     ):
         example = "e.g. LocalCluster(num_workers=2, num_ps=1)"
-        self.num_workers = _checks.whole(num_workers, "num_workers", 1, example)
-        self.num_ps = _checks.whole(num_ps, "num_ps", 0, example)
-        self.mode = _checks.one_of(mode, MODES, "mode")
+        self.num_workers = checks.whole(num_workers, "num_workers", 1, example)
+        self.num_ps = checks.whole(num_ps, "num_ps", 0, example)
+        self.mode = checks.one_of(mode, MODES, "mode")
         total = self.num_workers + self.num_ps + bool(chief)
         if total > MAX_TASKS:
             raise ValueError(
@@ -161,12 +162,12 @@ class LocalCluster:
                 "num_workers=2, num_ps=1."
             )
         slow = "e.g. start_timeout=30 (more on a busy machine)"
-        timeout = _checks.positive(start_timeout, "start_timeout", slow, "number of seconds")
+        timeout = checks.positive(start_timeout, "start_timeout", slow, "number of seconds")
         self.start_timeout = timeout
         self.chief = bool(chief)
         self.host = host
         self.cluster: dict[str, list[str]] = {}
-        self._tasks: dict[str, _procs.Child] = {}  # by task name, e.g. "worker:1"
+        self._tasks: dict[str, procs.Child] = {}  # by task name, e.g. "worker:1"
         self._coordinators: list = []
         self.started = False
 
@@ -309,9 +310,9 @@ class LocalCluster:
         lines, waiting, busy = queue.Queue(), {}, set()
         for t in tasks:
             args = (json.dumps(self.cluster), *t.split(":"), self.inter_op_threads_per_task)
-            argv = _procs.program_argv("server", *args)
+            argv = procs.program_argv("server", *args)
             env = {"GRPC_FAIL_FAST": os.environ.get("GRPC_FAIL_FAST", GRPC_FAIL_FAST)}
-            self._tasks[t] = _procs.Child(argv, name=t, kind="cluster", lines=lines, env=env)
+            self._tasks[t] = procs.Child(argv, name=t, kind="cluster", lines=lines, env=env)
             waiting[self._tasks[t]] = t
         while waiting:
             remaining = deadline - time.monotonic()
@@ -335,7 +336,7 @@ class LocalCluster:
                         f"{child.tail() or '(empty)'}"
                     )
                 busy.add(t)
-            elif child in waiting and (_procs.parse_record(line) or {}).get("ready"):
+            elif child in waiting and (procs.parse_record(line) or {}).get("ready"):
                 waiting.pop(child)
         return busy
 

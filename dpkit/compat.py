@@ -13,7 +13,7 @@ graph of its own, so it does not disturb the notebook's eager TF2 code.
 
 from __future__ import annotations
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 #: Op types that create variables; the device function sends them to the parameter device.
 VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp", "AutoReloadVariable")
@@ -108,7 +108,7 @@ class TowerTrainer:
 
         from dpkit import gradients, towers
 
-        devices = _checks.device_list(devices)
+        devices = checks.device_list(devices)
         towers.shard_sizes(global_batch_size, len(devices))  # raises if it does not divide
         if optimizer not in ("sgd", "adam"):
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}.")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 #: name -> (Keras loader module, file or folder in the Keras cache, download address)
 KERAS_DATASETS = {
@@ -248,7 +248,7 @@ def make_dataset(
     """
     import tensorflow as tf
 
-    batch_size = _checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
+    batch_size = checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     if len(x) != len(y):
         raise ValueError(f"x and y differ in length ({len(x)} vs {len(y)}); pass matching arrays.")
     if drop_remainder and batch_size > len(x):
@@ -279,7 +279,7 @@ def datasets(name: str = "digits", *, batch_size: int = 64, seed: int = 0, downl
     Returns:
         ``(train_ds, test_ds, arrays)``.
     """
-    batch_size = _checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
+    batch_size = checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     arrays = load(name, seed=seed, download=download)
     train = make_dataset(arrays.x_train, arrays.y_train, batch_size, seed=seed, repeat=True)
     test = make_dataset(
@@ -309,11 +309,11 @@ def synthetic(shape=(28, 28, 1), num_classes: int = 10, *, batch_size: int = 64,
     """
     import tensorflow as tf
 
-    batch_size = _checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
+    batch_size = checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     shape = tuple(shape)
-    if not shape or any(not _checks.is_whole(d) or d < 1 for d in shape):
+    if not shape or any(not checks.is_whole(d) or d < 1 for d in shape):
         raise ValueError(f"shape must be positive whole numbers, e.g. (28, 28, 1); got {shape!r}.")
-    if not _checks.is_whole(num_classes) or num_classes < 2:
+    if not checks.is_whole(num_classes) or num_classes < 2:
         raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}.")
     rng = np.random.default_rng(seed)
     x = rng.random((batch_size, *shape), dtype=np.float32)

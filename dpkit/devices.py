@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 #: More devices than this teaches nothing new and only slows TensorFlow's start-up.
 MAX_DEVICES = 64
@@ -143,7 +143,7 @@ _current: DeviceSetup | None = None
 
 
 def _check_count(n) -> int:
-    if not _checks.is_whole(n):
+    if not checks.is_whole(n):
         raise ValueError(
             f"setup(n): n must be a whole number of devices, got {n!r} "
             f"({type(n).__name__}); pass an int such as devices.setup(2)."
@@ -181,8 +181,8 @@ def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -
             ``num_gpus`` is negative, or ``gpu_memory_mb`` is not positive.
     """
     n = _check_count(n)
-    num_gpus = _checks.whole(num_gpus, "plan(): num_gpus", 0)
-    if not _checks.is_whole(gpu_memory_mb):
+    num_gpus = checks.whole(num_gpus, "plan(): num_gpus", 0)
+    if not checks.is_whole(gpu_memory_mb):
         raise ValueError(f"gpu_memory_mb must be an int (megabytes), got {gpu_memory_mb!r}.")
     if gpu_memory_mb < 1:
         raise ValueError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 _LAYER_COLOURS = ("#8ecae6", "#219ebc", "#126782")
 _DEVICE_EDGE = "#555555"
@@ -186,7 +186,7 @@ _VARIABLE_HOMES = ("cpu", "device0")
 
 
 def _check_tower_step_args(num_devices, variables_on, device_names, global_batch_size):
-    num_devices = _checks.whole(num_devices, "num_devices", 1, "e.g. 2 (one tower per device)")
+    num_devices = checks.whole(num_devices, "num_devices", 1, "e.g. 2 (one tower per device)")
     if not isinstance(variables_on, str) or variables_on.lower() not in _VARIABLE_HOMES:
         raise ValueError(
             "variables_on must be 'cpu' or 'device0' (where the variables live), "
@@ -201,7 +201,7 @@ def _check_tower_step_args(num_devices, variables_on, device_names, global_batch
             "pass one name per device (e.g. setup.devices) or leave it out."
         )
     if global_batch_size is not None and (
-        not _checks.is_whole(global_batch_size)
+        not checks.is_whole(global_batch_size)
         or global_batch_size < num_devices
         or global_batch_size % num_devices
     ):

@@ -13,7 +13,7 @@ concat + mean, stack + mean, and add_n / N. They agree on dense gradients.
 
 from __future__ import annotations
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 
 def _is_pair(item) -> bool:
@@ -33,7 +33,7 @@ def _check_weights(weights, num_towers: int) -> list[float] | None:
             f"got {len(weights)} weights for {num_towers} towers; pass one weight per tower "
             "(e.g. its shard size, as towers.split_batch(..., weighted=True) returns)."
         )
-    if any(not _checks.is_real(w) or w < 0 for w in weights) or sum(weights) <= 0:
+    if any(not checks.is_real(w) or w < 0 for w in weights) or sum(weights) <= 0:
         raise ValueError(
             f"weights must be non-negative numbers with a positive sum, got {weights}."
         )

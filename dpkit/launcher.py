@@ -34,7 +34,7 @@ import os
 import re
 import textwrap
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 JOBS = ("chief", "ps", "worker")
 PORT = 2222  # the port TensorFlow's examples and Kubeflow's TFJob use
@@ -182,7 +182,7 @@ def _positive(text: str, flag: str) -> float:
     except ValueError:
         raise LaunchError(f"{flag} must be a number, got {text!r}.") from None
     try:
-        return _checks.positive(value, flag)
+        return checks.positive(value, flag)
     except ValueError as error:
         raise LaunchError(str(error)) from None
 
@@ -359,7 +359,7 @@ def _from_tf_config(text: str, flag: _Spelling) -> tuple[str, int, dict]:
     if job not in JOBS:
         raise LaunchError(f"TF_CONFIG task type {job!r} is not ps, worker or chief.")
     index = task.get("index", 0)
-    if not _checks.is_whole(index) or index < 0:
+    if not checks.is_whole(index) or index < 0:
         raise LaunchError(f"TF_CONFIG task index {index!r} is not a whole number >= 0.")
     cluster = {}
     for name, hosts in config["cluster"].items():

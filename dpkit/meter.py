@@ -18,7 +18,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 
 @dataclass(frozen=True)
@@ -134,9 +134,9 @@ class ThroughputMeter:
         window_steps: int = 10,
         clock=time.perf_counter,
     ):
-        self.global_batch_size = _checks.whole(global_batch_size, "global_batch_size", 1)
-        self.warmup_steps = _checks.whole(warmup_steps, "warmup_steps", 0)
-        self.window_steps = _checks.whole(window_steps, "window_steps", 1)
+        self.global_batch_size = checks.whole(global_batch_size, "global_batch_size", 1)
+        self.warmup_steps = checks.whole(warmup_steps, "warmup_steps", 0)
+        self.window_steps = checks.whole(window_steps, "window_steps", 1)
         self._clock = clock
         self._last = None
         self._steps = 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 #: Rule of thumb: the backward pass costs about twice the forward pass.
 TRAINING_FLOPS_FACTOR = 3
@@ -56,7 +56,7 @@ def _lrn_class():
 
 def _check_shape(input_shape, rank: int, example: str) -> tuple[int, ...]:
     shape = tuple(input_shape)
-    if len(shape) != rank or any(not _checks.is_whole(d) or d < 1 for d in shape):
+    if len(shape) != rank or any(not checks.is_whole(d) or d < 1 for d in shape):
         raise ValueError(
             f"input_shape must be {rank} positive ints (height, width, channels), "
             f"got {input_shape!r}; e.g. {example}."
@@ -65,7 +65,7 @@ def _check_shape(input_shape, rank: int, example: str) -> tuple[int, ...]:
 
 
 def _check_classes(num_classes) -> int:
-    if not _checks.is_whole(num_classes) or num_classes < 2:
+    if not checks.is_whole(num_classes) or num_classes < 2:
         raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}.")
     return int(num_classes)
 
@@ -161,11 +161,11 @@ def mnist_mlp(
     from keras import layers
 
     shape = tuple(input_shape)
-    if not shape or any(not _checks.is_whole(d) or d < 1 for d in shape):
+    if not shape or any(not checks.is_whole(d) or d < 1 for d in shape):
         raise ValueError(
             f"input_shape must be positive ints, got {input_shape!r}; e.g. (28, 28, 1)."
         )
-    hidden_units = _checks.whole(hidden_units, "hidden_units", 1, "e.g. 500, as the seed")
+    hidden_units = checks.whole(hidden_units, "hidden_units", 1, "e.g. 500, as the seed")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout is the fraction dropped and must be in [0, 1), got {dropout!r}.")
     return keras.Sequential(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 Rule = Callable[[object], "str | None"]
 
@@ -33,22 +33,22 @@ def whole(minimum: int = 0, maximum: int | None = None, *, multiple_of: int = 1)
         if maximum is None
         else (f"a whole number from {minimum} to {maximum}")
     )
-    if not _checks.is_whole(multiple_of) or multiple_of > 1:
+    if not checks.is_whole(multiple_of) or multiple_of > 1:
         allowed += f" that divides by {multiple_of}"
 
     def rule(value):
         # minimum and multiple_of may come from other parameters; when one of those is bad
         # (0, a string) its own rule reports it, and this one checks what it can.
-        divisor = multiple_of if _checks.is_whole(multiple_of) and multiple_of >= 1 else 1
+        divisor = multiple_of if checks.is_whole(multiple_of) and multiple_of >= 1 else 1
         try:
             ok = (
-                _checks.is_whole(value)
+                checks.is_whole(value)
                 and value >= minimum
                 and (maximum is None or value <= maximum)
                 and value % divisor == 0
             )
         except TypeError:
-            ok = _checks.is_whole(value)
+            ok = checks.is_whole(value)
         return None if ok else allowed
 
     return rule
@@ -59,7 +59,7 @@ def positive(maximum: float | None = None) -> Rule:
     allowed = "a number above 0" + ("" if maximum is None else f" and at most {maximum}")
 
     def rule(value):
-        ok = _checks.is_real(value) and value > 0 and (maximum is None or value <= maximum)
+        ok = checks.is_real(value) and value > 0 and (maximum is None or value <= maximum)
         return None if ok else allowed
 
     return rule
@@ -71,7 +71,7 @@ def fraction() -> Rule:
     def rule(value):
         return (
             None
-            if _checks.is_real(value) and 0 < value < 1
+            if checks.is_real(value) and 0 < value < 1
             else "a number between 0 and 1 (exclusive)"
         )
 

@@ -30,7 +30,8 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from dpkit import _checks, _procs, bench
+from dpkit import bench
+from dpkit.plumbing import checks, procs
 
 BASELINE = "1 process, 1 thread"
 
@@ -142,25 +143,25 @@ class Comparison:
 
 
 def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, timeout):
-    _checks.one_of(model, bench.MODELS, "model")
+    checks.one_of(model, bench.MODELS, "model")
     cores = usable_cores()
     workers = len(cores) if workers is None else workers
-    _checks.whole(workers, "workers", 2, "e.g. workers=2 (one per core)")
+    checks.whole(workers, "workers", 2, "e.g. workers=2 (one per core)")
     if workers > len(cores):
         raise ValueError(
             f"workers={workers} but this process may use only {len(cores)} core(s) {cores}; "
             "a pinned worker needs a core of its own: use workers<=" + str(len(cores)) + "."
         )
-    _checks.whole(global_batch, "global_batch", workers, "e.g. global_batch=256")
+    checks.whole(global_batch, "global_batch", workers, "e.g. global_batch=256")
     if global_batch % workers:
         raise ValueError(
             f"a global batch of {global_batch} does not split evenly over {workers} workers; "
             f"use a multiple of {workers}, e.g. {global_batch - global_batch % workers or workers}."
         )
-    _checks.whole(rounds, "rounds", 1, "e.g. rounds=5")
-    _checks.whole(window_steps, "window_steps", 1, "e.g. window_steps=2")
-    _checks.whole(warmup_steps, "warmup_steps", 1, "e.g. warmup_steps=2 (tracing happens there)")
-    _checks.positive_seconds(timeout, "timeout")
+    checks.whole(rounds, "rounds", 1, "e.g. rounds=5")
+    checks.whole(window_steps, "window_steps", 1, "e.g. window_steps=2")
+    checks.whole(warmup_steps, "warmup_steps", 1, "e.g. warmup_steps=2 (tracing happens there)")
+    checks.positive_seconds(timeout, "timeout")
     return workers, cores[:workers]
 
 
@@ -210,16 +211,16 @@ def compare(
     say = echo or (lambda line: None)
     result = Comparison(model, int(global_batch), workers, int(window_steps), pinned=pin)
     result.cores, result.threads = cores, {name: plan[name][2] for name in names}
-    with _procs.Group(timeout=timeout, echo=None) as group:  # tasks.Group's plumbing
+    with procs.Group(timeout=timeout, echo=None) as group:  # tasks.Group's plumbing
         tasks_of = {}
-        for name, (procs, pin_to, threads) in plan.items():
-            hosts = [f"127.0.0.1:{_procs.free_port()}" for _ in range(procs)]
-            tasks_of[name] = [f"{name} #{i}" if procs > 1 else name for i in range(procs)]
+        for name, (count, pin_to, threads) in plan.items():
+            hosts = [f"127.0.0.1:{procs.free_port()}" for _ in range(count)]
+            tasks_of[name] = [f"{name} #{i}" if count > 1 else name for i in range(count)]
             for i, task in enumerate(tasks_of[name]):
                 spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
-                env = {"TF_CONFIG": json.dumps(spec)} if procs > 1 else {}
+                env = {"TF_CONFIG": json.dumps(spec)} if count > 1 else {}
                 core = pin_to[i] if (pin and pin_to) else -1
-                argv = _procs.program_argv("pinned", *common, "--core", core, "--threads", threads)
+                argv = procs.program_argv("pinned", *common, "--core", core, "--threads", threads)
                 group.start(task, argv, env=env)
         say(f"started {sum(len(t) for t in tasks_of.values())} processes; warming up")
         for name, members in tasks_of.items():

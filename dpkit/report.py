@@ -21,8 +21,8 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from dpkit import _checks
 from dpkit.devices import MAX_DEVICES
+from dpkit.plumbing import checks
 
 STRATEGIES = ("single", "towers", "mirrored")
 MODELS = ("lenet5", "cifar10_cnn", "mnist_mlp")
@@ -83,18 +83,18 @@ class Config:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the problem and the fix; no TensorFlow involved."""
-        _checks.one_of(self.model, MODELS, "model")
-        _checks.one_of(self.strategy, STRATEGIES, "strategy")
-        _checks.one_of(self.dataset, DATASETS, "dataset")
-        if not _checks.is_whole(self.devices) or not 1 <= self.devices <= MAX_DEVICES:
+        checks.one_of(self.model, MODELS, "model")
+        checks.one_of(self.strategy, STRATEGIES, "strategy")
+        checks.one_of(self.dataset, DATASETS, "dataset")
+        if not checks.is_whole(self.devices) or not 1 <= self.devices <= MAX_DEVICES:
             raise ValueError(
                 f"devices must be a whole number from 1 to {MAX_DEVICES}, got "
                 f"{self.devices!r}; e.g. devices=2 (or --devices 1 2 4 on the command line)."
             )
-        _checks.whole(self.batch, "batch", 1, "e.g. batch=256")
-        _checks.whole(self.warmup_steps, "warmup_steps", 0, "e.g. warmup_steps=5")
-        _checks.whole(self.window_steps, "window_steps", 1, "e.g. window_steps=5")
-        _checks.whole(self.windows, "windows", 1, "e.g. windows=5")
+        checks.whole(self.batch, "batch", 1, "e.g. batch=256")
+        checks.whole(self.warmup_steps, "warmup_steps", 0, "e.g. warmup_steps=5")
+        checks.whole(self.window_steps, "window_steps", 1, "e.g. window_steps=5")
+        checks.whole(self.windows, "windows", 1, "e.g. windows=5")
         if self.strategy == "single" and self.devices != 1:
             raise ValueError(
                 f"strategy 'single' trains on one device, but devices={self.devices}; use "
@@ -108,7 +108,7 @@ class Config:
                 f"devices; use {options} (a multiple of {self.devices}), or weak scaling "
                 "(a per-device batch) instead."
             )
-        _checks.positive_seconds(self.timeout, "timeout")
+        checks.positive_seconds(self.timeout, "timeout")
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

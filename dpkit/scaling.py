@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 ALGORITHMS = ("ring", "parameter_server", "hierarchical")
 SCALINGS = ("weak", "strong")
@@ -46,7 +46,7 @@ BACKWARD_SHARE = 2 / 3
 
 
 def _number(value, name: str, example: str, *, zero: bool = False) -> float:
-    if not _checks.is_real(value) or math.isnan(value) or value < 0 or (value == 0 and not zero):
+    if not checks.is_real(value) or math.isnan(value) or value < 0 or (value == 0 and not zero):
         what = "a number >= 0" if zero else "a positive number"
         raise ValueError(f"{name} must be {what}, got {value!r}; e.g. {example}.")
     return float(value)
@@ -71,9 +71,9 @@ class ModelCard:
     source: str = ""
 
     def __post_init__(self):
-        _checks.whole(self.params, "params", 1, "params=25_557_032")
+        checks.whole(self.params, "params", 1, "params=25_557_032")
         _number(self.forward_flops, "forward_flops", "forward_flops=4.1e9")
-        _checks.whole(self.bytes_per_param, "bytes_per_param", 1, "4 for float32, 2 for float16")
+        checks.whole(self.bytes_per_param, "bytes_per_param", 1, "4 for float32, 2 for float16")
 
     @property
     def gradient_bytes(self) -> int:
@@ -132,7 +132,7 @@ class Hardware:
 
     def __post_init__(self):
         _number(self.device_flops_per_s, "device_flops_per_s", "9.3e12 for a P100's fp32 peak")
-        _checks.whole(self.devices_per_node, "devices_per_node", 1, "devices_per_node=8")
+        checks.whole(self.devices_per_node, "devices_per_node", 1, "devices_per_node=8")
 
     def nodes(self, devices: int) -> int:
         return -(-devices // self.devices_per_node)
@@ -161,7 +161,7 @@ class Exchange:
 def ring_bytes(devices: int, nbytes: float) -> float:
     """Bytes each device sends (and receives) in a ring all-reduce of ``nbytes``: ``2 (N-1)/N
     * M`` (a reduce-scatter, then an all-gather, each of ``N - 1`` steps of ``M / N``)."""
-    _checks.whole(devices, "devices", 1, "devices=8")
+    checks.whole(devices, "devices", 1, "devices=8")
     return 2 * (devices - 1) / devices * _number(nbytes, "nbytes", "nbytes=4e6", zero=True)
 
 
@@ -174,8 +174,8 @@ def ps_bytes(workers: int, nbytes: float, servers: int = 1, *, colocated: bool =
     worker machines, as TensorFlow's benchmarks ran them), a machine's link carries ``2 M
     max(k - 1, W - 1) / k``: nothing crosses the network for its own shard.
     """
-    _checks.whole(workers, "workers", 1, "workers=8")
-    _checks.whole(servers, "servers", 1, "servers=2")
+    checks.whole(workers, "workers", 1, "workers=8")
+    checks.whole(servers, "servers", 1, "servers=2")
     m = _number(nbytes, "nbytes", "nbytes=4e6", zero=True)
     if colocated:
         if servers > workers:
@@ -205,8 +205,8 @@ def exchange(
     nodes each node first sums its devices' gradients (a ring inside the node), then is one
     worker of ``servers`` parameter servers (default: one per node) over the network.
     """
-    _checks.one_of(algorithm, ALGORITHMS, "algorithm")
-    _checks.whole(devices, "devices", 1, "devices=8")
+    checks.one_of(algorithm, ALGORITHMS, "algorithm")
+    checks.whole(devices, "devices", 1, "devices=8")
     m = _number(nbytes, "nbytes", "nbytes=4e6", zero=True)
     if devices == 1:
         return Exchange(0.0, 0.0)
@@ -240,7 +240,7 @@ def exchange(
         return Exchange(2 * host.latency_s, 2 * m / host.bandwidth_bytes_per_s)
     inter = hardware.link_between_nodes()
     k = nodes if servers is None else servers
-    _checks.whole(k, "servers", 1, "servers=4")
+    checks.whole(k, "servers", 1, "servers=4")
     inside = ring_over(local, intra, m)
     across = ps_bytes(nodes, m, k, colocated=colocated) / inter.bandwidth_bytes_per_s
     return Exchange(inside.latency_s + 2 * inter.latency_s, inside.bandwidth_s + across)
@@ -307,7 +307,7 @@ def step(
         one_device_examples_per_s: a measured one-device rate for this model; if given, the
             compute time comes from it instead of FLOPs and ``device_flops_per_s``.
     """
-    _checks.whole(devices, "devices", 1, "devices=8")
+    checks.whole(devices, "devices", 1, "devices=8")
     batch = _number(per_device_batch, "per_device_batch", "per_device_batch=64")
     overlap = _number(overlap, "overlap", "overlap=0.5", zero=True)
     if overlap > 1:
@@ -427,11 +427,11 @@ def predict(
     takes ``global_batch / N``). The other arguments are those of :func:`step`; ``servers``
     may be a function of the node count (TensorFlow's benchmarks used as many as nodes).
     """
-    counts = [devices] if _checks.is_whole(devices) else list(devices)
+    counts = [devices] if checks.is_whole(devices) else list(devices)
     if not counts:
         raise ValueError("devices is empty; give the device counts, e.g. devices=[1, 2, 4, 8].")
     for n in counts:
-        _checks.whole(n, "every device count", 1, "devices=[1, 2, 4, 8]")
+        checks.whole(n, "every device count", 1, "devices=[1, 2, 4, 8]")
     if (per_device_batch is None) == (global_batch is None):
         raise ValueError(
             "give exactly one of per_device_batch (weak scaling: the batch per device stays "

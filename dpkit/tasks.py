@@ -13,7 +13,7 @@ weights from :func:`digits`, :func:`digits_batches` and :func:`softmax_init`.
 
 from __future__ import annotations
 
-from dpkit import _checks, _procs
+from dpkit.plumbing import checks, procs
 
 #: The programs :meth:`Group.start` runs (see :mod:`dpkit.programs`).
 PROGRAMS = ("mwms", "tf1", "task", "pinned")
@@ -22,10 +22,10 @@ RECORDS_VARIABLE = "DPKIT_RECORDS"
 
 
 #: Raised when a task's process exits with an error (its stderr is in the message).
-TaskFailedError = _procs.TaskFailedError
+TaskFailedError = procs.TaskFailedError
 
 
-class Group(_procs.Group):
+class Group(procs.Group):
     """Child processes, one per task, each running a dpkit program, as a context manager.
 
     Introduced in lesson 07::
@@ -39,7 +39,7 @@ class Group(_procs.Group):
         group.arguments["worker:0"]  # ["--steps", "20"]: what start was given
 
     The rest (``send``, ``wait_for``, ``wait``, ``kill``, ``close``, ``pids``) is the
-    plumbing's ``_procs.Group``, which ``dpkit.pinned`` of lesson 05 uses too.
+    plumbing's ``procs.Group``, which ``dpkit.pinned`` of lesson 05 uses too.
 
     Args:
         timeout: seconds any one ``wait`` or ``wait_for`` may take before every child is
@@ -55,8 +55,8 @@ class Group(_procs.Group):
         ``wrap`` goes before the command line, for a command that runs it somewhere else and
         then becomes it, e.g. ``["ip", "netns", "exec", "host1"]``.
         """
-        _checks.one_of(program, PROGRAMS, "program")
-        argv = [*(wrap or []), *_procs.program_argv(program, *args)]
+        checks.one_of(program, PROGRAMS, "program")
+        argv = [*(wrap or []), *procs.program_argv(program, *args)]
         env = {RECORDS_VARIABLE: "1", **(env or {})}
         return super().start(name, argv, env=env, arguments=list(args))
 

@@ -17,8 +17,8 @@ import contextlib
 
 import numpy as np
 
-from dpkit import _checks
 from dpkit import gradients as _gradients
+from dpkit.plumbing import checks
 
 WHERE_VARIABLES = ("cpu", "device0")
 
@@ -48,8 +48,8 @@ def shard_sizes(batch_size: int, num_towers: int, *, weighted: bool = False) -> 
         ValueError: bad counts; a batch that does not divide evenly (unless
             ``weighted``); a batch smaller than the number of towers (a tower would be empty).
     """
-    batch_size = _checks.whole(batch_size, "batch size", 1)
-    num_towers = _checks.whole(num_towers, "num_towers", 1)
+    batch_size = checks.whole(batch_size, "batch size", 1)
+    num_towers = checks.whole(num_towers, "num_towers", 1)
     if batch_size < num_towers:
         raise ValueError(
             f"a batch of {batch_size} cannot feed {num_towers} towers: at least one would get "
@@ -127,7 +127,7 @@ def tower_gradients(model, loss_fn, x, y, devices, *, weighted: bool = False):
     """
     import tensorflow as tf
 
-    devices = _checks.device_list(devices)
+    devices = checks.device_list(devices)
     xs, ys, weights = split_batch(x, y, len(devices), weighted=weighted)
     stateful = bool(_float_state(model))
     tower_grads, tower_losses, tower_states = [], [], []
@@ -156,7 +156,7 @@ def variable_device(devices, where: str = "cpu") -> str:
     Raises:
         ValueError: unknown choice.
     """
-    devices = _checks.device_list(devices)
+    devices = checks.device_list(devices)
     if where not in WHERE_VARIABLES:
         raise ValueError(f"where_variables must be one of {WHERE_VARIABLES}, got {where!r}.")
     return "/device:CPU:0" if where == "cpu" else devices[0]
@@ -214,7 +214,7 @@ def make_tower_train_step(
     import keras
     import tensorflow as tf
 
-    devices = _checks.device_list(devices)
+    devices = checks.device_list(devices)
     home = variable_device(devices, where_variables)
     stray = [v.path for v in model.variables if not _same_device(v.value.device, home)]
     if stray:
@@ -270,7 +270,7 @@ def make_parallel(fn, devices, **inputs):
     """
     import tensorflow as tf
 
-    devices = _checks.device_list(devices)
+    devices = checks.device_list(devices)
     if not inputs:
         raise ValueError("make_parallel needs at least one keyword input to split, e.g. x=images.")
     sizes = {name: _batch_size(value) for name, value in inputs.items()}

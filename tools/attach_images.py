@@ -5,7 +5,7 @@ notebook, but every viewer shows a markdown cell's *attachments*. The pictures s
 in ``lessons/images/`` (``make screenshots`` rewrites them); this tool turns each
 ``![alt](images/NAME.png)`` of a lesson into ``![alt](attachment:NAME.png)`` and stores
 the file's bytes in that cell. ``--check`` writes nothing and fails when an attachment
-differs from its file (run it after ``make screenshots``; tests/test_lesson_images.py
+differs from its file (run it after ``make screenshots``; tests/repo/test_lesson_images.py
 checks the same).
 """
 

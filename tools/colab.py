@@ -2,7 +2,7 @@
 
 `python tools/colab.py` writes both into every lesson and solution (exercises get theirs
 from tools/make_exercises.py, with their own path); `--check` writes nothing and fails if
-a notebook lacks them or names another notebook's path. tests/test_notebook_hygiene.py
+a notebook lacks them or names another notebook's path. tests/repo/test_notebook_hygiene.py
 runs the same check.
 
 The badge opens the notebook's own path in the repository named by pyproject.toml's

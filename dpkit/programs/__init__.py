@@ -1,10 +1,10 @@
 """Programs that run inside dpkit's child processes (the second tier of the library).
 
 A lesson never imports these: a lesson module starts one as a child with
-``_procs.Child(_procs.program_argv(NAME, ...))``, and the child runs
+``procs.Child(procs.program_argv(NAME, ...))``, and the child runs
 ``python -m dpkit.programs NAME ARGS...``, which watches for its parent's death first and
 then runs the program. Each program writes records (JSON lines) to stdout with
-``_procs.record`` and anything else as log lines.
+``procs.record`` and anything else as log lines.
 
 ================ ===================================== =====================================
 program          module                                started by

@@ -6,7 +6,8 @@ import importlib
 import os
 import sys
 
-from dpkit import _procs, programs
+from dpkit import programs
+from dpkit.plumbing import procs
 from dpkit.programs import PROGRAMS
 
 
@@ -19,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    _procs.watch_parent()  # exit when whoever started us dies
+    procs.watch_parent()  # exit when whoever started us dies
     module, _, function = PROGRAMS[argv[0]].partition(":")
     return getattr(importlib.import_module(module), function)(argv[1:])
 

@@ -1,6 +1,6 @@
 """The ``allreduce`` program: one worker of :func:`dpkit.calibrate.measure` (lesson 09).
 
-Started through :class:`dpkit._procs.Group` as ``python -m dpkit.programs allreduce ...``,
+Started through :class:`dpkit.plumbing.procs.Group` as ``python -m dpkit.programs allreduce ...``,
 one process per worker, with ``TF_CONFIG`` naming every worker on 127.0.0.1. Like the
 workers of :mod:`dpkit.programs.pinned`, it pins itself to ``--core`` *before* TensorFlow
 starts and runs one intra-op thread, so each worker stands for one device of its own.
@@ -25,7 +25,8 @@ import json
 import os
 import time
 
-from dpkit import _procs, programs
+from dpkit import programs
+from dpkit.plumbing import procs
 from dpkit.programs import throughput
 
 #: All-reduces run back to back in one ``tf.function`` call (one trace serves every size).
@@ -73,7 +74,7 @@ def main(argv: list[str]) -> int:
     index = spec.get("task", {}).get("index", 0)
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     programs.leave_through_barrier = True  # see dpkit/programs/__init__.py
-    _procs.record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
+    procs.record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
     def chain(t):
@@ -102,9 +103,9 @@ def main(argv: list[str]) -> int:
             seconds.append((time.perf_counter() - start) / (calls * CHAIN))
         if not (sums == workers).all():  # every worker gave ones: the sum is the count
             raise RuntimeError(f"an all-reduce of ones over {workers} workers gave {sums}")
-        _procs.record(size_bytes=size, seconds=seconds, per_sample=calls * CHAIN)
+        procs.record(size_bytes=size, seconds=seconds, per_sample=calls * CHAIN)
     if index == 0 and args.matmul_size > 0:
         flops = throughput.matmul_peak("/CPU:0", args.matmul_size, args.matmul_seconds)
-        _procs.record(matmul_flops_per_s=flops, matmul_size=args.matmul_size)
-    _procs.record(done=index)
+        procs.record(matmul_flops_per_s=flops, matmul_size=args.matmul_size)
+    procs.record(done=index)
     return 0

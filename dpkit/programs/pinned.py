@@ -17,7 +17,8 @@ import os
 import sys
 import time
 
-from dpkit import _procs, bench
+from dpkit import bench
+from dpkit.plumbing import procs
 
 
 def main(argv: list[str]) -> int:
@@ -74,7 +75,7 @@ def main(argv: list[str]) -> int:
 
     for _ in range(args.warmup_steps):
         float(step(x, y))
-    _procs.record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
+    procs.record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
     for line in sys.stdin:
         command = line.split()
         if command[:1] == ["run"]:
@@ -82,10 +83,10 @@ def main(argv: list[str]) -> int:
             for _ in range(int(command[1])):
                 loss = step(x, y)
             float(loss)  # waits for the last step
-            _procs.record(seconds=time.perf_counter() - start, loss=float(loss))
+            procs.record(seconds=time.perf_counter() - start, loss=float(loss))
         elif command[:1] == ["checksum"]:
             total = sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in model.weights)
-            _procs.record(checksum=total)
+            procs.record(checksum=total)
         elif command[:1] == ["quit"]:
             break
     return 0

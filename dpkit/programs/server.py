@@ -16,8 +16,8 @@ import os
 import sys
 import threading
 
-from dpkit import _procs
 from dpkit.cluster import EXIT_PORT_TAKEN
+from dpkit.plumbing import procs
 
 
 def _varint(value: int) -> bytes:
@@ -110,6 +110,6 @@ def main(argv: list[str]) -> int:
     except Exception as error:  # noqa: BLE001 -- report it and exit
         print(f"task {task}: {error}", file=sys.stderr, flush=True)
         return EXIT_PORT_TAKEN if "Could not start gRPC server" in str(error) else 1
-    _procs.record(ready=task)
+    procs.record(ready=task)
     threading.Event().wait()  # serve until killed
     return 0

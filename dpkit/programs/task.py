@@ -17,8 +17,9 @@ import sys
 import threading
 import time
 
-from dpkit import _procs, cluster, launcher, programs, tasks
+from dpkit import cluster, launcher, programs, tasks
 from dpkit.launcher import LaunchError, Task
+from dpkit.plumbing import procs
 from dpkit.programs import server, workers
 
 EXIT_FAILED, EXIT_USAGE = 1, 2  # failed or stalled; bad flags
@@ -42,7 +43,7 @@ class Log:
     def record(self, **values) -> None:
         if self.records:
             with self.lock:
-                _procs.record(**values)
+                procs.record(**values)
 
 
 def watch(task: Task, log: Log):
@@ -69,7 +70,7 @@ def watch(task: Task, log: Log):
 
 def stall_message(task: Task, started: bool, limit: float) -> str:
     """Why the task gives up: which peers do not answer, and why that stops a step."""
-    silent = [f"{n} ({a})" for n, a in task.peers().items() if not _procs.port_answers(a, 1.0)]
+    silent = [f"{n} ({a})" for n, a in task.peers().items() if not procs.port_answers(a, 1.0)]
     what = "no training step" if started else "training did not start"
     who = "every task's port answers, so one is slow or cut off mid-way"
     if silent:
@@ -92,7 +93,7 @@ def wait_for_chief(task: Task, log: Log, timeout: float | None = None) -> bool:
     name, chief = task.chief_name, task.peers()[task.chief_name]  # never this task
     if timeout is not None:
         deadline = time.monotonic() + timeout
-        while not _procs.port_answers(chief):
+        while not procs.port_answers(chief):
             if time.monotonic() > deadline:
                 log(f"the chief {name} ({chief}) never answered in {timeout:g} s; stopping")
                 return False
@@ -101,7 +102,7 @@ def wait_for_chief(task: Task, log: Log, timeout: float | None = None) -> bool:
     misses = 0
     while misses < 3:  # 1.5 s without an answer: the chief has gone
         time.sleep(0.5)
-        misses = 0 if _procs.port_answers(chief) else misses + 1
+        misses = 0 if procs.port_answers(chief) else misses + 1
     log(f"the chief {name} stopped answering (it finished, or we are cut off); stopping")
     return True
 

@@ -2,7 +2,7 @@
 
 Started by :func:`dpkit.bench.run` and :class:`dpkit.bench.Sweep` (lesson 05) as
 ``python -m dpkit.programs throughput --config JSON``. It sets up the devices, builds the
-model and a training step (:func:`make_step`), trains, and writes ``_procs.record`` lines
+model and a training step (:func:`make_step`), trains, and writes ``procs.record`` lines
 with an ``"event"`` key: ``ready`` (devices set up, model built), ``peak`` (the matmul peak
 of :func:`matmul_peak`, if asked for), one ``window`` per measurement window of
 :class:`dpkit.meter.ThroughputMeter`, and its ``summary`` at the end (the fields are those
@@ -19,7 +19,8 @@ import math
 import sys
 import time
 
-from dpkit import _checks, _procs, bench
+from dpkit import bench
+from dpkit.plumbing import checks, procs
 
 
 def matmul_peak(device: str, size: int | None = None, seconds: float = 1.0) -> float:
@@ -87,7 +88,7 @@ def make_step(
 
     from dpkit import towers
 
-    _checks.whole(steps_per_call, "steps_per_call", 1, "e.g. steps_per_call=10")
+    checks.whole(steps_per_call, "steps_per_call", 1, "e.g. steps_per_call=10")
     devs = list(devices)
 
     def calling(one_step, batches):
@@ -126,7 +127,7 @@ def make_step(
 
         return calling(lambda batch: plain_step(*batch), iter(dataset)), model
 
-    _checks.one_of(strategy, bench.STRATEGIES, "strategy")
+    checks.one_of(strategy, bench.STRATEGIES, "strategy")
     mirrored = tf.distribute.MirroredStrategy(devs)
     with mirrored.scope():
         model = build()
@@ -171,7 +172,7 @@ def run(config: bench.Config) -> int:
     build = functools.partial(models.build, config.model, input_shape=shape)
     step, model = make_step(config.strategy, build, devs, dataset, global_batch=batch)
 
-    _procs.record(
+    procs.record(
         event="ready",
         num_devices=setup.num_devices,
         device_names=devs,
@@ -180,7 +181,7 @@ def run(config: bench.Config) -> int:
         flops_per_example=models.flops_per_example(model, training=True),
     )
     if config.measure_peak:
-        _procs.record(event="peak", flops_per_sec=matmul_peak(devs[0]))
+        procs.record(event="peak", flops_per_sec=matmul_peak(devs[0]))
     m = meter.ThroughputMeter(
         batch, warmup_steps=config.warmup_steps, window_steps=config.window_steps
     )
@@ -195,7 +196,7 @@ def run(config: bench.Config) -> int:
             return 4
         window = m.tick()
         if window is not None:
-            _procs.record(
+            procs.record(
                 event="window",
                 index=window.index,
                 step=m.steps,
@@ -204,7 +205,7 @@ def run(config: bench.Config) -> int:
                 sec_per_step=window.sec_per_step,
                 loss=loss,
             )
-    _procs.record(event="summary", **m.summary().as_dict())
+    procs.record(event="summary", **m.summary().as_dict())
     return 0
 
 

@@ -16,7 +16,8 @@ import sys
 import threading
 import time
 
-from dpkit import _procs, programs, tasks
+from dpkit import programs, tasks
+from dpkit.plumbing import procs
 
 # ----------------------------------------------------------------------------- shared pieces
 
@@ -247,11 +248,11 @@ def mwms_main(argv: list[str]) -> int:
     started = time.perf_counter()
     for i in range(args.steps):
         loss = float(step(tf.constant(x[i]), tf.constant(y[i])))
-        _procs.record(step=i, loss=loss, seconds=time.perf_counter() - started)
+        procs.record(step=i, loss=loss, seconds=time.perf_counter() - started)
         if (i + 1) % max(1, args.steps // 4) == 0:
             print(f"step {i + 1}/{args.steps} loss {loss:.4f}", flush=True)
     np.savez(args.out, w=w.numpy(), b=b.numpy())
-    _procs.record(done=args.steps, out=args.out)
+    procs.record(done=args.steps, out=args.out)
     return 0
 
 
@@ -285,11 +286,11 @@ def tf1_main(argv: list[str]) -> int:
     # round is applied (the default hands out one round of tokens up front)
     hooks = [opt.make_session_run_hook(is_chief=chief, num_tokens=0)] if args.sync else []
     with tf1_session("grpc://" + spec["worker"][index], index, chief, hooks) as sess:
-        _procs.record(ready=index, placement=placement)
+        procs.record(ready=index, placement=placement)
         for step in range(args.steps):
             sys.stdin.readline()  # Group.send: the caller steps the workers together
             sess.run(train_op)
-            _procs.record(stepped=step)
+            procs.record(stepped=step)
         sys.stdin.readline()
-        _procs.record(global_step=int(sess.run(global_step)))
+        procs.record(global_step=int(sess.run(global_step)))
     return 0

@@ -15,7 +15,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from dpkit import _checks, _procs
+from dpkit.plumbing import checks, notebook, procs
 from dpkit.summaries.logs import check_logdir, require_tensorboard
 
 #: The address TensorBoard listens on: this machine only.
@@ -29,11 +29,11 @@ PROXY_ENV = "TENSORBOARD_PROXY_URL"
 HUB_PREFIX_ENV = "JUPYTERHUB_SERVICE_PREFIX"
 
 #: The child's script (``python -c SERVE --logdir ...``): TensorBoard, ended by a thread when
-#: its parent dies, even by SIGKILL (``_procs.child_env`` makes dpkit importable).
+#: its parent dies, even by SIGKILL (``procs.child_env`` makes dpkit importable).
 SERVE = """
 import sys
-from dpkit import _procs
-_procs.watch_parent()
+from dpkit.plumbing import procs
+procs.watch_parent()
 from tensorboard import main
 sys.argv = ["tensorboard", *sys.argv[1:]]
 main.run_main()
@@ -48,7 +48,7 @@ class TensorBoard:
         port, url, pid: the port it listens on, its address, its process id.
     """
 
-    def __init__(self, logdir: Path, port: int, child: _procs.Child):
+    def __init__(self, logdir: Path, port: int, child: procs.Child):
         self.logdir, self.port, self._child = logdir, port, child
         self.url, self.pid = f"http://{HOST}:{port}/", child.pid
 
@@ -117,8 +117,8 @@ def launch(
         RuntimeError: TensorBoard is not installed, exited, or did not answer in time.
     """
     require_tensorboard()
-    timeout = _checks.positive_seconds(timeout, "timeout")
-    if not _checks.is_whole(height) or height <= 0:
+    timeout = checks.positive_seconds(timeout, "timeout")
+    if not checks.is_whole(height) or height <= 0:
         raise ValueError(f"height must be a positive number of pixels, got {height!r}.")
     path = check_logdir(logdir, allow_empty=allow_empty).resolve()
     board = _INSTANCES.get(path)
@@ -134,10 +134,10 @@ def launch(
 
 def _start(path: Path, timeout: float) -> TensorBoard:
     for _attempt in range(3):  # another program may take the free port before TensorBoard
-        port = _procs.free_port(HOST)
+        port = procs.free_port(HOST)
         argv = [sys.executable, "-c", SERVE, "--logdir", path, "--host", HOST, "--port", port]
         # stdout and stderr go to its log; SIGTERM at exit lets it clean up its files
-        child = _procs.Child(argv, name="tensorboard", kind="tensorboard", grace=5.0)
+        child = procs.Child(argv, name="tensorboard", kind="tensorboard", grace=5.0)
         board = TensorBoard(path, port, child)
         try:
             deadline = time.monotonic() + timeout
@@ -242,9 +242,7 @@ def _frame_html(url: str, height: int) -> str:
 
 
 def _show(board: TensorBoard, height: int, *, reused: bool) -> None:
-    from dpkit import widgets
-
-    frame = widgets.frontend()  # none in a test run or a terminal: nobody would see a frame
+    frame = notebook.frontend()  # none in a test run or a terminal: nobody would see a frame
     way = display_route(board.port) if frame else Route("local", board.url)
     if way.kind == "colab":
         where = f"on port {board.port} (pid {board.pid}), shown below through Colab's port proxy"

@@ -19,13 +19,12 @@ papermill) or ``=widgets`` widgets.
 from __future__ import annotations
 
 import html
-import importlib.util
 import io
-import os
 import threading
 import time
 
 from dpkit import bench
+from dpkit.plumbing import notebook
 from dpkit.report import COLUMNS
 
 #: Models, strategies and device counts the panel offers.
@@ -34,27 +33,10 @@ PANEL_STRATEGIES = ("towers", "mirrored")
 PANEL_DEVICE_COUNTS = (1, 2, 4, 8)
 
 
-def _shell():
-    """The running IPython shell, or ``None`` (plain Python, or IPython not installed)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    return get_ipython()
-
-
 def frontend() -> bool:
-    """Whether widgets will be seen: inside a Jupyter kernel, ipywidgets installed.
-
-    ``DPKIT_WIDGETS=text`` or ``=widgets`` overrides the guess (the test runners and
-    ``tools/run_notebooks.py`` set ``text``: nobody watches their kernels).
-    """
-    choice = os.environ.get("DPKIT_WIDGETS", "").strip().lower()
-    if choice in ("text", "0", "off", "no"):
-        return False
-    if choice in ("widgets", "1", "on", "yes"):
-        return True
-    return hasattr(_shell(), "kernel") and importlib.util.find_spec("ipywidgets") is not None
+    """Whether widgets will be seen: inside a Jupyter kernel, ipywidgets installed
+    (``DPKIT_WIDGETS=text`` or ``=widgets`` overrides the guess: :mod:`dpkit.plumbing.notebook`)."""
+    return notebook.frontend(widgets=True)
 
 
 def _ipywidgets():
@@ -62,7 +44,7 @@ def _ipywidgets():
         import ipywidgets
     except ImportError as err:
         raise ImportError(
-            "dpkit.widgets needs ipywidgets: pip install 'dpkit[lab]' (or set "
+            "dpkit.views.widgets needs ipywidgets: pip install 'dpkit[lab]' (or set "
             "DPKIT_WIDGETS=text for the text version)."
         ) from err
     return ipywidgets
@@ -185,7 +167,7 @@ def _text_sweep(sweep: bench.Sweep) -> bench.Report:
     except KeyboardInterrupt:
         print("interrupted: the running child was killed.")
     print(f"\n{sweep.report.table()}")
-    if sweep.report.results and _shell() is not None:
+    if sweep.report.results and notebook.shell() is not None:
         from IPython.display import Image
 
         _display(Image(data=_png(sweep.report.plot())))

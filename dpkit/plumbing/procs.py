@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 
-from dpkit import _checks
+from dpkit.plumbing import checks
 
 #: Characters of a child's stderr quoted in an error message.
 TAIL_CHARS = 3000
@@ -50,7 +50,7 @@ _live_lock = threading.Lock()
 
 def child_env(extra: dict | None = None) -> dict:
     """This environment, quiet TensorFlow, unbuffered output, dpkit importable, and ``extra``."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.environ.get("PYTHONPATH", "")
     return {
         **os.environ,
@@ -251,7 +251,7 @@ class Group:
     """
 
     def __init__(self, timeout: float = 120.0, echo=print):
-        self.timeout = _checks.positive_seconds(timeout, "timeout")
+        self.timeout = checks.positive_seconds(timeout, "timeout")
         self.echo = echo
         self.records: dict[str, list[dict]] = {}
         self.arguments: dict[str, list[str]] = {}  # name -> the program's arguments, as given

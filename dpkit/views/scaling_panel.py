@@ -6,7 +6,7 @@ change redraws the predicted speed-up curve, each count's step split into comput
 and latency, and a line with the efficiency at the largest count and the term that dominates.
 
 Where nobody watches widgets (a terminal, a test run, nbval; see
-:func:`dpkit.widgets.frontend`) it prints the same prediction as a table instead and returns
+:func:`dpkit.views.widgets.frontend`) it prints the same prediction as a table instead and returns
 the :class:`dpkit.scaling.Prediction`, so write ``prediction = scaling_panel.panel(...)`` (as
 the last line of a cell, the prediction would also be shown as its long ``repr``).
 """
@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import html
 
-from dpkit import _checks, bench, cards, scaling, widgets
+from dpkit import bench, cards, scaling
+from dpkit.plumbing import checks
+from dpkit.views import widgets
 
 #: the largest device counts the panel offers; it predicts 1, 2, 4, ... up to the chosen one
 DEVICE_COUNTS = tuple(2**i for i in range(11))  # 1 .. 1024
@@ -52,10 +54,10 @@ def check(**settings) -> dict:
     s = {**DEFAULTS, **settings}
     model, hardware, algorithm = s["model"], s["hardware"], s["algorithm"]
     devices, per_device_batch, overlap = s["devices"], s["per_device_batch"], s["overlap"]
-    _checks.one_of(model, cards.MODEL_NAMES, "model")
-    _checks.one_of(hardware, cards.HARDWARE, "hardware")
-    _checks.one_of(algorithm, scaling.ALGORITHMS, "algorithm")
-    if not _checks.is_whole(devices) or devices not in DEVICE_COUNTS:
+    checks.one_of(model, cards.MODEL_NAMES, "model")
+    checks.one_of(hardware, cards.HARDWARE, "hardware")
+    checks.one_of(algorithm, scaling.ALGORITHMS, "algorithm")
+    if not checks.is_whole(devices) or devices not in DEVICE_COUNTS:
         raise ValueError(
             f"devices (the largest device count) must be one of "
             f"{', '.join(map(str, DEVICE_COUNTS))}; got {devices!r}."
@@ -68,8 +70,8 @@ def check(**settings) -> dict:
             f"devices: choose devices <= {limit}, or a hardware preset with a network: "
             f"{', '.join(networked)}."
         )
-    _checks.whole(per_device_batch, "per_device_batch", 1, "per_device_batch=64")
-    if not _checks.is_real(overlap) or not 0 <= overlap <= 1:
+    checks.whole(per_device_batch, "per_device_batch", 1, "per_device_batch=64")
+    if not checks.is_real(overlap) or not 0 <= overlap <= 1:
         raise ValueError(f"overlap must be a fraction from 0 to 1, got {overlap!r}; e.g. 0.5.")
     return {**s, "overlap": float(overlap)}
 

@@ -1,0 +1,213 @@
+"""The command line: ``dpkit COMMAND`` (or ``python -m dpkit COMMAND``); ``--help`` on each.
+
+Run the workbook's library from a terminal. Every command checks its flags and values
+before it starts anything (a bad one is a usage error). Exit codes: 0 done, 1 a run failed,
+2 a usage error, 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def program_name() -> str:
+    """``dpkit`` when run as the console script, else ``python -m dpkit``."""
+    name = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv else ""))[0]
+    return "dpkit" if name == "dpkit" else "python -m dpkit"
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    from dpkit import bench, devices
+
+    parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").partition("\n\n")[2])
+    commands = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", required=True
+    )
+    p = commands.add_parser(
+        "devices",
+        help="show which devices devices.setup(n) gives on this machine",
+        description="Set up n devices the way every lesson does, and print what they are.",
+    )
+    p.add_argument(
+        "-n", type=int, default=2, metavar="N", help="devices to set up (default %(default)s)"
+    )
+    p.add_argument(
+        "--gpu-memory-mb",
+        type=int,
+        default=devices.DEFAULT_GPU_MEMORY_MB,
+        metavar="MB",
+        help="memory per logical GPU when one GPU is split (default %(default)s)",
+    )
+    p.set_defaults(prepare=_devices)
+
+    p = commands.add_parser(
+        "bench",
+        help="measure throughput on one or several device counts (one child process each)",
+        description=(
+            "Train for a few steps on each device count, each in a fresh process, and print "
+            "examples/sec, speed-up, scaling efficiency and model FLOPs utilisation as they "
+            "arrive. Writes the results as JSON and a PNG plot. Example:\n"
+            f"  {prog} bench --devices 1 2 4 --model lenet5 --batch 256"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    counts = p.add_mutually_exclusive_group()
+    counts.add_argument(
+        "--devices", type=int, nargs="+", default=[1, 2, 4], metavar="N", help="default 1 2 4"
+    )
+    counts.add_argument("--up-to", type=int, metavar="N", help="sweep 1, 2, 4, ... up to N devices")
+    default = vars(bench.Config())  # the library's defaults
+
+    def option(flag: str, what: str = "", **kwargs):  # a Config field's default is shown
+        name = flag[2:].replace("-", "_")
+        if name in default:
+            kwargs["default"], what = default[name], f"{what} (default %(default)s)".strip()
+        p.add_argument(flag, help=what, **kwargs)
+
+    option("--model", choices=bench.MODELS)
+    option("--strategy", choices=bench.STRATEGIES)
+    option("--batch", "global batch, per device with --weak", type=int, metavar="N")
+    option("--weak", "weak scaling: --batch is per device, not global", action="store_true")
+    option("--dataset", choices=bench.DATASETS)
+    option("--warmup-steps", "steps not measured", type=int, metavar="N")
+    option("--window-steps", "steps per window", type=int, metavar="N")
+    option("--windows", "measurement windows", type=int, metavar="N")
+    option("--timeout", "per device count, before it is killed", type=float, metavar="SECONDS")
+    option("--no-peak", "skip the matmul peak (no MFU)", action="store_true")
+    option("--out", "results file (default runs/bench/bench-<time>.json)", metavar="JSON")
+    option("--plot", "plot file (default: the JSON path with .png)", metavar="PNG")
+    p.set_defaults(prepare=_bench)
+
+    p = commands.add_parser(
+        "doctor",
+        help="check this machine before a class and print one report for a bug report",
+        description=(
+            "Print the TensorFlow build, the GPUs, what devices.setup(n) does here for 1, 2, "
+            "4 and 8 devices, and checks, each ok, FAILED or skipped: the tower step against "
+            "one big batch and against MirroredStrategy, the all-reduce it picked, GPU memory, "
+            "and a short throughput run on 1, 2 and all devices. Exits 1 if a check FAILED."
+        ),
+    )
+    p.set_defaults(prepare=_doctor)
+
+    commands.add_parser(  # never parsed here: main() hands its arguments to the task program
+        "task",
+        help=f"run one task of a cluster, from flags or TF_CONFIG ({prog} task --help)",
+        add_help=False,
+    )
+    return parser
+
+
+def _devices(args: argparse.Namespace):
+    from dpkit import devices
+
+    devices.plan(args.n, 0, gpu_memory_mb=args.gpu_memory_mb)  # checks n and the memory
+
+    def work() -> int:
+        print(devices.describe(devices.setup(args.n, gpu_memory_mb=args.gpu_memory_mb)))
+        return EXIT_OK
+
+    return work
+
+
+def _bench(args: argparse.Namespace):
+    from dpkit import bench, summaries
+
+    counts = bench.powers_of_two(args.up_to) if args.up_to is not None else args.devices
+    fields = ("model", "strategy", "batch", "dataset", "warmup_steps", "window_steps", "windows")
+    config = {name: getattr(args, name) for name in (*fields, "timeout")}
+    scaling = "weak" if args.weak else "strong"
+    sweep = bench.Sweep(counts, scaling=scaling, measure_peak=not args.no_peak, **config)
+
+    def work() -> int:
+        first = sweep.configs[0]
+        print(
+            f"{args.model}, {args.strategy}, {scaling} scaling, batch "
+            f"{args.batch} {'per device' if args.weak else 'global'}, devices {counts}; "
+            f"{first.warmup_steps} warm-up steps, then {first.windows} windows of "
+            f"{first.window_steps} steps",
+            flush=True,
+        )
+        default = summaries.runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json")
+        stem = args.out or str(default)
+        interrupted = False
+        try:
+            sweep.run(lambda event: print(bench.describe_event(event), flush=True))
+        except KeyboardInterrupt:
+            interrupted = True  # the running child is already killed by the runner
+            print("\ninterrupted: the running child was killed; saving what finished.", flush=True)
+        report = sweep.report
+        print("\n" + report.table())
+        if report.results:
+            report.save(stem)
+            png = args.plot or os.path.splitext(stem)[0] + ".png"
+            report.plot().savefig(png, dpi=110)
+            print(f"\nresults: {stem}\nplot:    {png}")
+        for r in report.results:
+            if not r.ok:
+                print(f"\n{r.config.devices} device(s) {r.status}:\n{r.error}", file=sys.stderr)
+        if interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_OK if all(r.ok for r in report.results) else EXIT_FAILED
+
+    return work
+
+
+def _doctor(args: argparse.Namespace):
+    from dpkit.cli import doctor
+
+    def work() -> int:
+        return doctor.run(echo=lambda line: print(line, flush=True))
+
+    return work
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run one command; return its exit code.
+
+    Args:
+        argv: the arguments after the program name (default: ``sys.argv[1:]``).
+        prog: the program name in messages (default: :func:`program_name`).
+    """
+    own_process = argv is None
+    argv = sys.argv[1:] if argv is None else list(argv)
+    prog = prog or program_name()
+    if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, its exit codes
+        from dpkit import programs
+        from dpkit.programs import task
+
+        code = task.main(argv[1:], prog=f"{prog} task")
+        if (
+            own_process and not programs.leave_through_barrier
+        ):  # a ps has a gRPC server it cannot stop: never run the teardown
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)  # skip TensorFlow's slow and noisy teardown, as every dpkit program does
+        return code
+    try:
+        args = _parser(prog).parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a usage error (2), already printed
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    where = f"{prog} {args.command}"
+    try:
+        try:
+            work = args.prepare(args)
+        except ValueError as err:
+            print(f"{where}: error: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        return work()
+    except (RuntimeError, ValueError) as err:  # the work started: a failure, not a usage error
+        print(f"{where}: error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print(f"\n{where}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
