@@ -30,7 +30,7 @@ STAMP := $(VENV)/.dpkit-$(TF_BUILD)
 
 # The Pythons dpkit installs on. TensorFlow's wheels decide: 2.19 has cp39-cp312, 2.20
 # cp39-cp313, 2.21 cp310-cp313, so 3.10-3.13 each have at least one supported release.
-# Keep equal to pyproject's requires-python (tests/test_setup_files.py checks).
+# Keep equal to pyproject's requires-python (tests/repo/test_setup_files.py checks).
 PY_MIN := 3.10
 PY_MAX := 3.13
 TF_RANGE := 2.19-2.21
@@ -145,7 +145,7 @@ unit: $(STAMP) ## the unit tests only (pytest tests)
 
 # Unit tests, then nbval re-executes every lesson in a fresh kernel and compares the cells
 # marked NBVAL_CHECK_OUTPUT with their committed outputs. The solutions run once, in
-# tests/test_wrong_answers.py, which checks what nbval would of them before it tries the
+# tests/notebooks/test_wrong_answers.py, which checks what nbval would of them before it tries the
 # wrong answers in the same kernel.
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
 # cells, and each test file, in one worker), longest first: conftest.py's LONGEST_FIRST
@@ -157,7 +157,7 @@ test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson, 
 	$(MAKE) --no-print-directory lint && \
 	$(PY) tools/make_exercises.py --check && \
 	$(PY) -m pytest lessons tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
-		--no-loadscope-reorder --ignore=tests/test_papermill.py --durations=15; \
+		--no-loadscope-reorder --ignore=tests/notebooks/test_papermill.py --durations=15; \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # The same claims under arithmetic that differs from the recorded run, on any Linux machine:
@@ -167,7 +167,7 @@ test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson, 
 PORTABLE_ENV := TF_ENABLE_ONEDNN_OPTS=1 TF_NUM_INTRAOP_THREADS=1
 test-portable: $(STAMP) ## every lesson and solution with oneDNN on and one thread, and at other device counts: every checked claim must hold
 	@start=$$(date +%s); \
-	$(PORTABLE_ENV) $(PY) -m pytest lessons solutions tests/portable_device_counts.py $(NBVAL_FLAGS) \
+	$(PORTABLE_ENV) $(PY) -m pytest lessons solutions tests/notebooks/portable_device_counts.py $(NBVAL_FLAGS) \
 		-v -n $(TEST_WORKERS) --dist loadfile --durations=10; \
 	code=$$?; echo "dpkit: make test-portable took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
@@ -230,11 +230,11 @@ test-under-load: $(STAMP) ## make test while one busy loop per core keeps the ma
 # Lessons through papermill's command line with other parameters (README, "Shrink a
 # lesson"), and a bad value stopped at once; kept out of make test for its 12-minute budget.
 test-papermill: $(STAMP) ## lessons 00, 01 and 06 through papermill with other parameters
-	$(PY) -m pytest tests/test_papermill.py -p no:cacheprovider -v -n $(TEST_WORKERS)
+	$(PY) -m pytest tests/notebooks/test_papermill.py -p no:cacheprovider -v -n $(TEST_WORKERS)
 
 # nbgrader's real commands on every exercise (make test autogrades exercise 02 only).
 test-grading: $(STAMP) ## nbgrader autogrades every exercise (make test does exercise 02)
-	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/test_grading.py -p no:cacheprovider -v
+	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/notebooks/test_grading.py -p no:cacheprovider -v
 
 # The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright.
 # Chromium comes from the system's package manager (Playwright's own download needs the

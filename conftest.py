@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-pytest_plugins = ["tests.nbval_plugin"]
+pytest_plugins = ["tests.support.nbval_plugin"]
 
 # `make test` runs whole files on two xdist workers (--dist loadfile), in collection order
 # (--no-loadscope-reorder): a worker takes the next file when it has two tests left. These
@@ -10,25 +10,25 @@ pytest_plugins = ["tests.nbval_plugin"]
 # first; otherwise a long file that starts last keeps one worker busy while the other waits.
 # The other files follow, those with the most tests first (xdist's own order).
 LONGEST_FIRST = [
-    "tests/test_wrong_answers.py",  # 180 s: eight solution kernels, 195 wrong answers
+    "tests/notebooks/test_wrong_answers.py",  # 180 s: eight solution kernels, 195 wrong answers
     "lessons/05_throughput_and_scaling.ipynb",  # 110-160 s: sweeps in child processes
-    "tests/test_cluster.py",  # 90 s
-    "tests/test_exercises.py",  # 85 s: seven exercise notebooks
+    "tests/{unit,process}/test_cluster.py",  # 90 s
+    "tests/notebooks/test_exercises.py",  # 85 s: seven exercise notebooks
     "lessons/08_beyond_one_machine.ipynb",  # 80 s
     "lessons/07_parameter_servers.ipynb",  # 80 s
-    "tests/test_towers_reference.py",  # 80 s: four child processes
-    "tests/test_multihost.py",  # 70 s
+    "tests/process/test_towers_reference.py",  # 80 s: four child processes
+    "tests/process/test_multihost.py",  # 70 s
     "lessons/09_predicting_scale.ipynb",
-    "tests/test_widgets.py",  # 65 s
+    "tests/{unit,process}/test_widgets.py",  # 65 s
     "lessons/04_all_reduce_and_mirrored.ipynb",  # 65 s
-    "tests/test_grading.py",  # 60 s: nbgrader autogrades three notebooks
-    "tests/test_launcher.py",  # 60 s
-    "tests/test_bench.py",  # 50 s
+    "tests/notebooks/test_grading.py",  # 60 s: nbgrader autogrades three notebooks
+    "tests/{unit,process}/test_launcher.py",  # 60 s
+    "tests/{unit,process}/test_bench.py",  # 50 s
     "lessons/01_one_device.ipynb",  # 50 s
     "lessons/06_tensorboard.ipynb",  # 50 s
-    "tests/test_summaries.py",  # 40 s
+    "tests/{unit,process}/test_summaries.py",  # 40 s
     "lessons/02_towers.ipynb",  # 40 s
-    "tests/test_cluster_tf1.py",  # 30 s, in two tests
+    "tests/process/test_cluster_tf1.py",  # 30 s, in two tests
     "lessons/03_gradient_averaging.ipynb",  # 25 s
 ]
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tests.notebooks import ROOT, nbio
+from tests.support.notebooks import ROOT, nbio
 
 # (lesson, parameters): a device count other than the stored run's, and a batch that fits it.
 RUNS = [

@@ -4,7 +4,15 @@
 
 import pytest
 
-from tests.notebooks import EXERCISES, ROOT, SOLUTIONS, errors, execute, make_exercises, nbio
+from tests.support.notebooks import (
+    EXERCISES,
+    ROOT,
+    SOLUTIONS,
+    errors,
+    execute,
+    make_exercises,
+    nbio,
+)
 
 SOURCE = '''def f(x):
     """Doc."""
@@ -93,5 +101,5 @@ def test_check_cells_fail_on_the_stubs(path):
         assert set(errors(cell)) <= {"NotImplementedError", "NameError", "AssertionError"}
 
 
-# That every check passes on its solution is asserted by tests/test_wrong_answers.py, which
-# runs each solution once before trying wrong answers in it.
+# That every check passes on its solution is asserted by tests/notebooks/test_wrong_answers.py,
+# which runs each solution once before trying wrong answers in it.

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from nbgrader import api as nbgrader_api  # the grade extra: pip install -e '.[grade]'
 
-from tests.notebooks import ROOT, SOLUTIONS, nbio
+from tests.support.notebooks import ROOT, SOLUTIONS, nbio
 from tests.wrong_answers import TABLES
 
 # Autograding runs whole notebooks, so only these run in `make test` (all of them are

@@ -5,7 +5,7 @@ import sys
 
 import nbformat
 
-from tests.notebooks import ROOT, nbio
+from tests.support.notebooks import ROOT, nbio
 
 
 def _notebook(path, claim_output, stderr_output):
@@ -35,7 +35,7 @@ def _nbval(path):
             "-p",
             "no:cacheprovider",
             "-p",
-            "tests.nbval_plugin",
+            "tests.support.nbval_plugin",
             "-q",
             "--rootdir",
             str(ROOT),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebooks import ROOT, nbio
+from tests.support.notebooks import ROOT, nbio
 
 PAPERMILL = Path(sys.executable).parent / "papermill"
 

@@ -1,23 +1,15 @@
-"""dpkit.widgets in a kernel driven the way JupyterLab drives it, and its text fallback."""
+"""dpkit.views.widgets in a kernel driven the way JupyterLab drives it, and its text fallback."""
 
 import re
 
 import pytest
 
-from dpkit import _procs, widgets
-from tests import procs
-from tests.kernel_driver import Frontend
+from dpkit.plumbing import procs
+from dpkit.views import widgets
+from tests.support import machine
+from tests.support.kernel_driver import Frontend
 
 TINY = dict(model="mnist_mlp", batch=64, warmup_steps=1, window_steps=2, windows=3, timeout=120)
-
-
-def test_no_frontend_outside_a_kernel(monkeypatch):
-    monkeypatch.delenv("DPKIT_WIDGETS", raising=False)
-    assert widgets.frontend() is False  # pytest is no Jupyter kernel
-    monkeypatch.setenv("DPKIT_WIDGETS", "widgets")
-    assert widgets.frontend() is True
-    monkeypatch.setenv("DPKIT_WIDGETS", "text")
-    assert widgets.frontend() is False
 
 
 def test_text_fallback_prints_progress_and_the_table(monkeypatch, capsys):
@@ -29,28 +21,6 @@ def test_text_fallback_prints_progress_and_the_table(monkeypatch, capsys):
     table = out.split("\n\n")[-1].splitlines()
     assert table[0].split()[:2] == ["devices", "global"]
     assert [line.split()[0] for line in table[1:]] == ["1", "2"]
-
-
-def test_panel_in_text_mode_prints_the_same_sweep_for_a_terminal(monkeypatch, capsys):
-    monkeypatch.setenv("DPKIT_WIDGETS", "text")
-    widgets.SweepPanel(max_devices=2, model="mnist_mlp", batch=64, scaling="weak").show()
-    out = capsys.readouterr().out
-    assert "python -m dpkit bench --up-to 2 --model mnist_mlp --strategy towers" in out
-    assert out.rstrip().endswith("--batch 64 --weak")
-
-
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        ({"max_devices": 3}, "max_devices must be one of"),
-        ({"model": "vgg"}, "model must be one of"),
-        ({"strategy": "single"}, "strategy must be one of"),
-        ({"batch": 255, "max_devices": 2}, "use 254 or 256"),
-    ],
-)
-def test_panel_refuses_bad_starting_values(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        widgets.SweepPanel(**kwargs)
 
 
 @pytest.fixture
@@ -112,7 +82,7 @@ def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
     pid = int(re.search(r"pid (\d+)", " ".join(_status_texts(status)[count:])).group(1))
     f.click(stop)
     f.wait_for(lambda: status.state["value"].startswith("stopped"), 30, "the sweep to stop")
-    assert procs.wait_gone(pid, 60)
+    assert machine.wait_gone(pid, 60)
     out = f.execute("print([r.status for r in panel.report.results])")
     assert out[-1]["text"].strip() == "['stopped']"
 
@@ -129,4 +99,4 @@ def test_live_sweep_updates_in_place_in_a_jupyter_kernel(frontend):
     progress = f.find("IntProgressModel")
     assert progress.state["value"] == progress.state["max"] == 7
     assert progress.state["bar_style"] == "success"
-    assert _procs.live("bench") == []
+    assert procs.live("bench") == []

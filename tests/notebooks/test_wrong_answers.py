@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from tests.answer_kernel import BEGIN, AnswerKernel, compared, matches
-from tests.notebooks import ROOT, SOLUTIONS, nbio
+from tests.support.answer_kernel import BEGIN, AnswerKernel, compared, matches
+from tests.support.notebooks import ROOT, SOLUTIONS, nbio
 from tests.wrong_answers import TABLES
 
 CASES = [(name, wrong) for name, table in TABLES.items() for wrong in table]

@@ -14,8 +14,9 @@ import warnings
 
 import pytest
 
-from dpkit import _procs, cluster
-from tests import childproc, procs
+from dpkit import cluster
+from dpkit.plumbing import procs
+from tests.support import childproc, machine
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpkit.cluster:UserWarning")
 
@@ -29,36 +30,6 @@ def no_tasks():
 # ----------------------------------------------------------------------------- arguments
 
 
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        ({"num_workers": 0}, "num_workers must be a whole number >= 1"),
-        ({"num_workers": 2.0}, "num_workers must be a whole number >= 1"),
-        ({"num_workers": 1, "num_ps": -1}, "num_ps must be a whole number >= 0"),
-        ({"num_workers": 15, "num_ps": 2}, "more than a local cluster should hold (at most 16"),
-        ({"num_workers": 1, "mode": "threads"}, "unknown mode 'threads'; choose one of process"),
-        ({"num_workers": 1, "start_timeout": 0}, "start_timeout must be a positive number"),
-    ],
-)
-def test_bad_arguments_are_refused_before_anything_starts(no_tasks, kwargs, message):
-    with pytest.raises(ValueError) as error:
-        cluster.LocalCluster(**kwargs)
-    assert message in str(error.value)
-    assert "e.g." in str(error.value) or "choose one of" in str(error.value)  # names the fix
-
-
-@pytest.mark.parametrize("task", ["worker", "worker:x", ("worker",), (1, "worker"), 3])
-def test_unreadable_task_names_say_how_to_write_one(task):
-    with pytest.raises(ValueError, match=r"write it as \('worker', 1\) or 'worker:1'"):
-        cluster.parse_task(task)
-
-
-def test_task_names_in_all_three_spellings():
-    assert cluster.parse_task("worker:1") == ("worker", 1)
-    assert cluster.parse_task(("ps", 0)) == ("ps", 0)
-    assert cluster.parse_task("/job:worker/task:2") == ("worker", 2)
-
-
 # ----------------------------------------------------------------------------- up and down
 
 
@@ -66,7 +37,7 @@ def test_up_and_down_leaves_no_process(no_tasks):
     with cluster.LocalCluster(num_workers=2, num_ps=1, chief=True) as c:
         pids = list(c.pids.values())
         assert sorted(c.pids) == ["ps:0", "worker:0", "worker:1"]
-        assert all(not procs.gone(pid) for pid in pids)
+        assert all(not machine.gone(pid) for pid in pids)
         assert all(cluster.port_answers(c.addresses[t]) for t in c.pids)
         assert set(c.addresses) == {"chief:0", "ps:0", "worker:0", "worker:1"}
         assert all(a.startswith("127.0.0.1:") for a in c.addresses.values())
@@ -76,8 +47,8 @@ def test_up_and_down_leaves_no_process(no_tasks):
         assert json.loads(c.tf_config("chief", 0, as_json=True))["task"]["type"] == "chief"
         with pytest.raises(ValueError, match="no task worker:2"):
             c.tf_config("worker", 2)
-    assert all(procs.gone(pid) for pid in pids)
-    assert all(procs.group_gone(pid) for pid in pids)
+    assert all(machine.gone(pid) for pid in pids)
+    assert all(machine.group_gone(pid) for pid in pids)
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="reads /proc (Linux)")
@@ -102,7 +73,7 @@ def test_an_exception_inside_with_still_kills_every_task(no_tasks):
     with pytest.raises(ZeroDivisionError), cluster.LocalCluster(num_workers=1) as c:
         pids = list(c.pids.values())
         raise ZeroDivisionError
-    assert len(pids) == 2 and all(procs.gone(pid) for pid in pids)
+    assert len(pids) == 2 and all(machine.gone(pid) for pid in pids)
 
 
 def test_the_first_cluster_warns_that_servers_are_open_to_the_network(monkeypatch, no_tasks):
@@ -139,17 +110,17 @@ def test_an_interrupted_or_killed_parent_leaves_no_task(how):
     pids = []
     try:
         pids = json.loads(parent.stdout.readline())
-        assert len(pids) == 3 and all(not procs.gone(pid) for pid in pids)
+        assert len(pids) == 3 and all(not machine.gone(pid) for pid in pids)
         parent.send_signal(how)
         parent.wait(timeout=120)  # generous: a busy machine is slow, not wrong
         # SIGINT: the with block kills them; SIGKILL: each child's watchdog sees its parent go
-        assert all(procs.wait_gone(pid, 60, group=True) for pid in pids), "a task outlived it"
+        assert all(machine.wait_gone(pid, 60, group=True) for pid in pids), "a task outlived it"
     finally:
         parent.kill()
         parent.wait()
         parent.stdout.close()
         for pid in pids:
-            if not procs.group_gone(pid):
+            if not machine.group_gone(pid):
                 os.killpg(pid, signal.SIGKILL)
 
 
@@ -170,7 +141,7 @@ def test_a_taken_port_is_retried_on_another(monkeypatch, no_tasks):
             assert handed == [], "the taken port was never tried"
             assert c.addresses["ps:0"] != f"127.0.0.1:{port}"
             assert all(cluster.port_answers(a) for a in c.addresses.values())
-            assert all(not procs.gone(pid) for pid in c.pids.values())
+            assert all(not machine.gone(pid) for pid in c.pids.values())
 
 
 def test_a_missing_ps_is_a_clear_error_within_the_deadline(no_tasks):
@@ -197,7 +168,7 @@ def test_kill_and_restart_a_worker_on_the_same_port(no_tasks):
     with cluster.LocalCluster(num_workers=2, num_ps=1) as c:
         address, old = c.addresses["worker:1"], c.pids["worker:1"]
         c.kill(("worker", 1))
-        assert procs.gone(old) and "worker:1" not in c.pids
+        assert machine.gone(old) and "worker:1" not in c.pids
         assert not cluster.port_answers(address)
         new = c.restart("worker:1")
         assert new != old and c.pids["worker:1"] == new
@@ -342,18 +313,18 @@ def test_in_process_cluster_trains_and_refuses_what_it_cannot_do():
 def test_a_task_that_crashes_is_reported_with_its_stderr(no_tasks):
     # a worker told that the cluster has no worker job: TensorFlow refuses to start it
     lines = queue.Queue()
-    argv = _procs.program_argv("server", json.dumps({"ps": ["127.0.0.1:1"]}), "worker", 0, 0)
-    task = _procs.Child(argv, name="worker:0", kind="cluster", lines=lines)
+    argv = procs.program_argv("server", json.dumps({"ps": ["127.0.0.1:1"]}), "worker", 0, 0)
+    task = procs.Child(argv, name="worker:0", kind="cluster", lines=lines)
     try:
         records = []
         while (item := lines.get(timeout=30))[1] is not None:  # until its stdout ends
-            records.append(_procs.parse_record(item[1]))
+            records.append(procs.parse_record(item[1]))
         assert not any(r and r.get("ready") for r in records), "it said it was ready"
         assert task.wait(timeout=30) == 1
         assert "task worker:0:" in task.tail() and "worker" in task.tail()
     finally:
         task.close()
-    assert procs.gone(task.pid)
+    assert machine.gone(task.pid)
 
 
 PS_KILL = """
@@ -486,7 +457,7 @@ TIMED_OUT_NOTEBOOK = [
 def test_a_cell_timeout_under_nbval_leaves_no_task(tmp_path):
     import nbformat
 
-    from tests.notebooks import nbio
+    from tests.support.notebooks import nbio
 
     pids_file = tmp_path / "pids.json"
     sources = [src.format(path=str(pids_file)) for src in TIMED_OUT_NOTEBOOK]
@@ -505,5 +476,5 @@ def test_a_cell_timeout_under_nbval_leaves_no_task(tmp_path):
     assert proc.returncode != 0 and "Timeout" in proc.stdout + proc.stderr, proc.stdout[-2000:]
     pids = json.loads(pids_file.read_text())
     assert sorted(pids) == ["ps:0", "worker:0", "worker:1"]
-    left = [pid for pid in pids.values() if not procs.wait_gone(pid, 60)]
+    left = [pid for pid in pids.values() if not machine.wait_gone(pid, 60)]
     assert left == [], f"task processes outlived the timed-out notebook: {left}"

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from dpkit import cluster, tasks
-from tests import procs
+from tests.support import machine
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpkit.cluster:UserWarning")
 
@@ -40,4 +40,4 @@ def test_global_step_counts_every_step_async_and_rounds_sync(mode, expected):
         g.send("worker:0")
         assert g.wait_for("worker:0", "global_step")["global_step"] == expected
         pids = list(g.pids.values())
-    assert all(procs.gone(pid) for pid in pids)
+    assert all(machine.gone(pid) for pid in pids)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from dpkit import data, tasks
-from tests.test_launcher import ASYNC_200_ACCURACY, final_record, read_checkpoint
+from tests.support.cluster_runs import ASYNC_200_ACCURACY, final_record, read_checkpoint
 
 PORT = 2222
 

@@ -7,12 +7,12 @@ tf.add_n for the ring all-reduce; the model on the whole batch for make_parallel
 
 import pytest
 
-from tests import childproc
+from tests.support import childproc
 
 
 @pytest.fixture(scope="module", params=[1, 2, 3, 4], ids=lambda n: f"{n}dev")
 def measured(request):
-    code = "import json\nfrom tests.towers_child import measure\n"
+    code = "import json\nfrom tests.support.towers_child import measure\n"
     code += f"print(json.dumps(measure({request.param})))"
     return childproc.run(code, timeout=300) | {"asked": request.param}
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from tests.notebooks import EXERCISES, LESSONS, ROOT, nbio
+from tests.support.notebooks import EXERCISES, LESSONS, ROOT, nbio
 
 sys.path.insert(0, str(ROOT / "tools"))
 import colab  # noqa: E402

@@ -24,7 +24,7 @@ import yaml
 
 from dpkit import launcher
 
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 TASK_COMMAND = ["python", "-m", "dpkit", "task"]
 TASK_FLAGS = ("--job_name", "--task_index", "--ps_hosts", "--worker_hosts", "--chief_hosts")
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import procs
+from tests.support import machine
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _lab_command(port: int) -> str:
@@ -42,7 +42,7 @@ def _status(url: str) -> int:
 
 
 def test_make_lab_listens_on_loopback_with_a_token(tmp_path):
-    port = procs.free_port()
+    port = machine.free_port()
     command = _lab_command(port)
     assert "--ip=127.0.0.1" in command
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "BROWSER": "true"}
@@ -70,7 +70,7 @@ def test_make_lab_listens_on_loopback_with_a_token(tmp_path):
                 assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
                 time.sleep(0.5)
             assert _status(f"{base}/api/contents") == 403  # no token, no access
-            address = procs.non_loopback_address()
+            address = machine.non_loopback_address()
             if address:  # listening on loopback only: the machine's own address is refused
                 with pytest.raises(OSError):
                     socket.create_connection((address, port), timeout=3).close()

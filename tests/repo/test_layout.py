@@ -1,80 +1,63 @@
-"""The layout rules of dpkit (``dpkit/README.md``), read from the source with ``ast``.
+"""The repository's layout against its one map (pyproject.toml's ``[tool.dpkit.layout]``).
 
-Nothing here imports dpkit or TensorFlow: each check parses the files and names the module
-and line that breaks a rule.
+Nothing here imports dpkit or TensorFlow: the files are parsed with ``ast``, and each
+problem names the file and line that breaks a rule.
 
-* no module is over ``MAX_LINES`` lines;
-* only ``dpkit/_procs.py`` starts processes (``subprocess.Popen``);
-* no module uses another module's underscore name (plumbing modules, ``dpkit._procs`` and
-  ``dpkit._checks``, are underscore *modules* with public names inside: they are fine);
-* the imports among dpkit's modules, at module level and inside functions, have no cycle;
-* imports go down the tiers: plumbing imports no other dpkit module, and lesson modules
-  never import ``dpkit.programs``;
-* a lesson module imports only modules of its own or earlier lessons (the lesson of a
-  module is the first notebook in lessons/ that imports it), but for the known exceptions
-  in ``AHEAD``.
+* every .py file of dpkit/, tools/, benchmarks/, tests/ and browser_tests/ is on the map;
+* a file imports only modules of the tiers its row allows (``imports``, and its own tier
+  unless ``own = false``: a test module never imports another test module);
+* a lesson module imports only modules of its own or earlier lessons (the lesson of a module
+  is the first notebook in lessons/ that imports it), but for the map's ``ahead`` pairs;
+* the imports have no cycle, at module level or inside functions;
+* in dpkit/ and benchmarks/ only ``dpkit/plumbing/procs.py`` starts processes;
+* no dpkit module is over ``MAX_LINES`` lines, and no module of dpkit/, tools/ or
+  benchmarks/ uses another module's underscore name;
+* dpkit/README.md's tables and dpkit/__init__.py's module list are the map's
+  (``python tools/layout.py`` writes them), and every dpkit module has a row in it.
 """
 
 from __future__ import annotations
 
 import ast
-import json
+import copy
 import pathlib
-import re
 from dataclasses import dataclass, field
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "dpkit"
+from tools import layout as the_map
+
+ROOT = the_map.ROOT
 MAX_LINES = 500
-CHILD = "dpkit._procs.Child instead"
+PROCS = "dpkit.plumbing.procs"
+CHILD = "dpkit.plumbing.procs.Child instead"
+#: The top-level names whose modules the map fences.
+FENCED = {"dpkit", "tools", "benchmarks", "tests", "browser_tests", "conftest"}
 
 
 @dataclass
 class Module:
     name: str  # "dpkit.summaries.board"
-    path: pathlib.Path
+    where: str  # "dpkit/summaries/board.py"
     tree: ast.Module
     lines: int
-    # (imported dpkit module, line), for every import that runs (module or function level)
+    tier: dict | None
+    # (imported fenced module, line), for every import that runs (module or function level)
     imports: list = field(default_factory=list)
-    # local name -> dpkit module it is bound to by an import
+    # local name -> fenced module it is bound to by an import
     aliases: dict = field(default_factory=dict)
 
     @property
-    def where(self) -> str:
-        return str(self.path.relative_to(ROOT))
-
-    @property
     def is_package(self) -> bool:
-        return self.path.name == "__init__.py"
+        return self.where.endswith("__init__.py")
 
     @property
-    def tier(self) -> str:
-        parts = self.name.split(".")
-        if self.name == "dpkit" or parts[-1] == "__main__" and len(parts) == 2:
-            return "entry"  # dpkit/__init__.py, and the command line (it runs programs)
-        if parts[1] == "programs":
-            return "program"
-        if parts[1].startswith("_"):
-            return "plumbing"
-        return "lesson"
-
-
-def _module_name(path: pathlib.Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+    def tier_name(self) -> str:
+        return self.tier["name"] if self.tier else "(not on the map)"
 
 
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
-
-
-def _is_plumbing(module: str) -> bool:
-    return len(module.split(".")) == 2 and _is_private(module.split(".")[1])
 
 
 def _skipped_at_run_time(tree: ast.AST) -> set[int]:
@@ -90,13 +73,16 @@ def _skipped_at_run_time(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def _load() -> dict[str, Module]:
+def _load(root: pathlib.Path = ROOT, layout: dict | None = None) -> dict[str, Module]:
+    layout = the_map.load(root) if layout is None else layout
     modules = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        text = path.read_text()
-        tree = ast.parse(text, filename=str(path))
-        name = _module_name(path)
-        modules[name] = Module(name, path, tree, len(text.splitlines()))
+    for rel in the_map.files(root):
+        text = (root / rel).read_text(encoding="utf-8")
+        tree = ast.parse(text, filename=rel)
+        name = the_map.module_name(rel)
+        modules[name] = Module(
+            name, rel, tree, len(text.splitlines()), the_map.tier_of(rel, layout)
+        )
     for module in modules.values():
         _read_imports(module, modules)
     return modules
@@ -119,16 +105,15 @@ def _read_imports(module: Module, modules: dict[str, Module]) -> None:
             continue
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] != "dpkit":
+                if alias.name.split(".")[0] not in FENCED:
                     continue
                 module.imports.append((alias.name, node.lineno))
-                if alias.asname:
-                    module.aliases[alias.asname] = alias.name
-                else:
-                    module.aliases["dpkit"] = "dpkit"
+                module.aliases[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
         elif isinstance(node, ast.ImportFrom):
             source = _absolute(module, node)
-            if source.split(".")[0] != "dpkit":
+            if source.split(".")[0] not in FENCED:
                 continue
             module.imports.append((source, node.lineno))
             for alias in node.names:
@@ -145,14 +130,14 @@ def _problem(module: Module, line: int, text: str) -> str:
 def _runs_first(module: Module, imported: str) -> list[str]:
     """What importing ``imported`` executes that ``module`` has not run already.
 
-    Importing ``dpkit.a.b`` runs ``dpkit.a`` first; a package's own ``__init__`` has
-    already run when one of its modules imports a sibling, so it is left out.
+    Importing ``dpkit.a.b`` runs ``dpkit``, ``dpkit.a`` first; a package's own ``__init__``
+    has already run when one of its modules imports a sibling, so it is left out.
     """
     parts = imported.split(".")
     own = module.name.split(".")
     if not module.is_package:
         own = own[:-1]
-    chain = [".".join(parts[:i]) for i in range(2, len(parts) + 1)]
+    chain = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
     return [m for m in chain if own[: len(m.split("."))] != m.split(".") and m != module.name]
 
 
@@ -161,26 +146,42 @@ def modules() -> dict[str, Module]:
     return _load()
 
 
+@pytest.fixture(scope="module")
+def layout() -> dict:
+    return the_map.load()
+
+
 def _report(problems: list[str], rule: str) -> None:
     assert not problems, f"{rule}:\n  " + "\n  ".join(problems)
+
+
+# --- the rules ------------------------------------------------------------------------------
+
+
+def off_the_map(modules) -> list[str]:
+    return [f"{m.where}: no tier's paths match it" for m in modules.values() if m.tier is None]
+
+
+def test_every_file_is_on_the_map(modules):
+    _report(off_the_map(modules), "files pyproject.toml's [tool.dpkit.layout] does not place")
 
 
 def long_modules(modules) -> list[str]:
     return [
         f"{m.where}: {m.lines} lines (split it by idea)"
         for m in modules.values()
-        if m.lines > MAX_LINES
+        if m.where.startswith("dpkit/") and m.lines > MAX_LINES
     ]
 
 
-def test_every_module_is_at_most_500_lines(modules):
+def test_every_dpkit_module_is_at_most_500_lines(modules):
     _report(long_modules(modules), f"modules over {MAX_LINES} lines")
 
 
 def process_starts(modules) -> list[str]:
     problems = []
     for m in modules.values():
-        if m.name == "dpkit._procs":
+        if m.name == PROCS or m.name.split(".")[0] not in ("dpkit", "benchmarks"):
             continue
         for node in ast.walk(m.tree):
             popen = (isinstance(node, ast.Attribute) and node.attr == "Popen") or (
@@ -191,7 +192,10 @@ def process_starts(modules) -> list[str]:
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "subprocess"
+                and node.func.value.id in ("subprocess", "os")
+                and node.func.attr
+                in ("run", "call", "check_call", "check_output", "Popen")
+                + ("system", "spawnv", "spawnl", "execv", "execvp")
             )
             if popen or imported or called:
                 problems.append(_problem(m, node.lineno, "starts a process: use " + CHILD))
@@ -199,17 +203,16 @@ def process_starts(modules) -> list[str]:
 
 
 def test_only_procs_starts_processes(modules):
-    _report(process_starts(modules), "processes started outside dpkit/_procs.py")
+    _report(process_starts(modules), "processes started outside dpkit/plumbing/procs.py")
 
 
 def _private_use(m: Module, modules: dict[str, Module], owner: str, name: str) -> bool:
-    """Whether ``name`` of dpkit module ``owner`` is one ``m`` may not use."""
-    if not _is_private(name) or _is_plumbing(owner) or owner == m.name:
+    """Whether ``name`` of module ``owner`` is one ``m`` may not use."""
+    if not _is_private(name) or owner == m.name:
         return False
     submodule = f"{owner}.{name}"
-    if submodule in modules:  # a private module: fine for plumbing and its own package
-        inside = m.name.startswith(owner + ".") or m.name == owner
-        return not (_is_plumbing(submodule) or inside)
+    if submodule in modules:  # a private module: fine inside its own package
+        return not (m.name.startswith(owner + ".") or m.name == owner)
     return True
 
 
@@ -226,10 +229,12 @@ def _dotted(node: ast.Attribute) -> list[str] | None:
 def private_uses(modules) -> list[str]:
     problems = []
     for m in modules.values():
+        if m.name.split(".")[0] not in ("dpkit", "tools", "benchmarks"):
+            continue
         for node in ast.walk(m.tree):
             if isinstance(node, ast.ImportFrom):
                 source = _absolute(m, node)
-                if source.split(".")[0] != "dpkit":
+                if source.split(".")[0] not in FENCED:
                     continue
                 for alias in node.names:
                     if _private_use(m, modules, source, alias.name):
@@ -325,68 +330,47 @@ def test_imports_have_no_cycle(modules):
     _report(import_cycles(modules), "import cycles (lazy imports inside functions count)")
 
 
+#: Packages whose ``__init__`` any file may run on the way to a module inside them.
+OPEN_PACKAGES = {"dpkit", "tests", "tools", "benchmarks", "browser_tests"}
+
+
 def upward_imports(modules) -> list[str]:
     problems = []
     for m in modules.values():
+        if m.tier is None:
+            continue
+        allowed = set(m.tier["imports"]) | ({m.tier_name} if m.tier.get("own", True) else set())
         for imported, line in m.imports:
             for target in _runs_first(m, imported):
-                if target not in modules or target == "dpkit":
+                if target not in modules or target in OPEN_PACKAGES:
                     continue
-                tier = modules[target].tier
-                if m.tier == "plumbing" and tier != "plumbing":
+                tier = modules[target].tier_name
+                if tier not in allowed:
+                    may = ", ".join(sorted(allowed)) or "nothing"
                     problems.append(
                         _problem(
-                            m,
-                            line,
-                            f"plumbing imports {target} (plumbing imports no other dpkit module)",
-                        )
-                    )
-                if m.tier == "lesson" and tier in ("program", "entry"):
-                    problems.append(
-                        _problem(
-                            m,
-                            line,
-                            f"lesson module imports {target}: start a program by name "
-                            "(_procs.program_argv), never import it",
+                            m, line, f"{m.tier_name} imports {target} ({tier}); it may import {may}"
                         )
                     )
     return sorted(set(problems))
 
 
 def test_imports_go_down_the_tiers(modules):
-    _report(upward_imports(modules), "imports that go up the tiers")
+    _report(upward_imports(modules), "imports the map does not allow (pyproject.toml)")
 
 
-#: Lesson-module imports of a later lesson's module, kept on purpose: lesson 02's tower step
-#: (towers, and its TF1 twin in compat) averages with the gradients module that lesson 03
-#: explains; lesson 02 writes the average inline first.
-AHEAD = {("dpkit.towers", "dpkit.gradients"), ("dpkit.compat", "dpkit.gradients")}
-
-
-def first_lessons(root: pathlib.Path = ROOT) -> dict[str, int]:
-    """``{"dpkit.towers": 2, ...}``: the first lesson whose code imports each module."""
-    first = {}
-    for path in sorted((root / "lessons").glob("[0-9][0-9]_*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-        names = [
-            n
-            for group in re.findall(r"from dpkit import ([\w, ]+)", code)
-            for n in group.split(",")
-        ]
-        names += re.findall(r"from dpkit\.(\w+)", code)
-        for name in names:
-            first.setdefault(f"dpkit.{name.strip()}", int(path.name[:2]))
-    return first
-
-
-def later_lesson_imports(modules, lessons: dict[str, int]) -> list[str]:
+def later_lesson_imports(modules, lessons: dict[str, int], ahead) -> list[str]:
+    ahead = {tuple(pair) for pair in ahead}
     problems = []
     for m in modules.values():
+        if m.tier_name != "lesson":
+            continue
         top = ".".join(m.name.split(".")[:2])  # a package's modules belong to its lesson
         for imported, line in m.imports:
             target = ".".join(imported.split(".")[:2])
-            if m.tier != "lesson" or target == top or (top, target) in AHEAD:
+            if target == top or (top, target) in ahead or target not in modules:
+                continue
+            if modules[target].tier_name != "lesson":
                 continue
             if lessons.get(target, -1) > lessons.get(top, 99):
                 problems.append(
@@ -400,73 +384,170 @@ def later_lesson_imports(modules, lessons: dict[str, int]) -> list[str]:
     return sorted(set(problems))
 
 
-def test_lesson_modules_import_only_earlier_lessons(modules):
-    lessons = first_lessons()
+def test_lesson_modules_import_only_earlier_lessons(modules, layout):
+    lessons = the_map.first_lessons()
     assert lessons["dpkit.devices"] == 0 and lessons["dpkit.launcher"] == 8, lessons
-    _report(later_lesson_imports(modules, lessons), "imports of a later lesson's module")
+    _report(
+        later_lesson_imports(modules, lessons, layout["ahead"]),
+        "imports of a later lesson's module",
+    )
 
 
-def test_the_lesson_order_check_sees_the_known_exceptions(modules, monkeypatch):
-    monkeypatch.setitem(globals(), "AHEAD", set())
+def test_the_lesson_order_check_sees_the_kept_exceptions(modules):
     found = {
-        p.split(": ")[1].split(" (")[0] for p in later_lesson_imports(modules, first_lessons())
+        p.split(": ")[1].split(" (")[0]
+        for p in later_lesson_imports(modules, the_map.first_lessons(), ahead=[])
     }
-    assert found == {"dpkit.towers", "dpkit.compat"}, found
+    assert found == {"dpkit.towers", "dpkit.compat", "dpkit.cards", "dpkit.published"}, found
 
 
-# --- the checker itself, on small made-up packages ------------------------------------------
+def mapped_modules(modules) -> set[str]:
+    """The dpkit modules the map's module table must name (programs have their registry)."""
+    names = set()
+    for m in modules.values():
+        parts = m.name.split(".")
+        if parts[0] != "dpkit" or m.tier_name in ("programs", "package") or parts[-1] == "__main__":
+            continue
+        if m.is_package and m.tier_name != "lesson":
+            continue  # dpkit.views, dpkit.cli, dpkit.plumbing: folders, not ideas
+        if parts[1] == "summaries":
+            names.add("summaries")
+            continue
+        names.add(".".join(parts[1:]))
+    return names
 
 
-def _fake(tmp_path, monkeypatch, files: dict[str, str]) -> dict[str, Module]:
+def test_the_map_names_every_dpkit_module(modules, layout):
+    named, there = set(layout["modules"]), mapped_modules(modules)
+    assert named == there, (
+        f"in pyproject.toml's [tool.dpkit.layout.modules] but no module: {sorted(named - there)}; "
+        f"modules with no row there: {sorted(there - named)}"
+    )
+
+
+def test_readme_and_package_docstring_are_written_from_the_map():
+    stale = [rel for rel, text in the_map.wanted().items() if (ROOT / rel).read_text() != text]
+    assert not stale, f"{stale} differ from pyproject.toml's map: run python tools/layout.py"
+
+
+# --- the checker itself, on small made-up repositories -------------------------------------
+
+FAKE_LAYOUT = {
+    "tier": [
+        {"name": "plumbing", "paths": ["dpkit/plumbing/*.py"], "imports": [], "says": ""},
+        {
+            "name": "lesson",
+            "paths": ["dpkit/[a-z]*.py", "dpkit/summaries/*.py"],
+            "imports": ["plumbing"],
+            "says": "",
+        },
+        {
+            "name": "programs",
+            "paths": ["dpkit/programs/*.py"],
+            "imports": ["lesson", "plumbing"],
+            "says": "",
+        },
+        {"name": "package", "paths": ["dpkit/__init__.py"], "imports": [], "says": ""},
+        {
+            "name": "support",
+            "paths": ["tests/support/*.py", "tests/__init__.py"],
+            "imports": ["lesson"],
+            "says": "",
+        },
+        {
+            "name": "tests",
+            "paths": ["tests/**/*.py"],
+            "imports": ["support", "lesson"],
+            "own": False,
+            "says": "",
+        },
+    ],
+    "modules": {},
+    "ahead": [],
+}
+
+
+def _fake(tmp_path, files: dict[str, str], layout=FAKE_LAYOUT) -> dict[str, Module]:
     for rel, text in files.items():
-        path = tmp_path / "dpkit" / rel
+        path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    monkeypatch.setitem(globals(), "ROOT", tmp_path)
-    monkeypatch.setitem(globals(), "PACKAGE", tmp_path / "dpkit")
-    return _load()
+    return _load(tmp_path, copy.deepcopy(layout))
 
 
-def test_the_checks_catch_what_they_are_for(tmp_path, monkeypatch):
+def test_the_checks_catch_what_they_are_for(tmp_path):
     modules = _fake(
         tmp_path,
-        monkeypatch,
         {
-            "__init__.py": "",
-            "_procs.py": "import subprocess\nsubprocess.Popen(['x'])\n",
-            "_checks.py": "from dpkit import data\n",
-            "data.py": "",
-            "devices.py": "from dpkit import _checks, bench\n_checks.whole(1, 'n')\n",
-            "bench.py": (
+            "dpkit/__init__.py": "",
+            "dpkit/plumbing/__init__.py": "",
+            "dpkit/plumbing/procs.py": "import subprocess\nsubprocess.Popen(['x'])\n",
+            "dpkit/plumbing/checks.py": "from dpkit import data\n",
+            "dpkit/data.py": "",
+            "dpkit/devices.py": "from dpkit.plumbing import checks\nfrom dpkit import bench\n",
+            "dpkit/bench.py": (
                 "from dpkit import devices as d\n"
                 "def f():\n    from dpkit.programs import throughput\n"
                 "    return d._current, d.MAX\n"
             ),
-            "towers.py": "from dpkit.devices import _check_count\nimport subprocess\n"
+            "dpkit/towers.py": "from dpkit.devices import _check_count\nimport subprocess\n"
             "subprocess.run(['x'])\n",
-            "programs/__init__.py": "",
-            "programs/throughput.py": "import dpkit.bench\nx = dpkit.bench._emit\n",
-            "summaries/__init__.py": "from dpkit.summaries import board\n",
-            "summaries/_paths.py": "",
-            "summaries/board.py": "from dpkit.summaries import _paths, writers\n",
-            "summaries/writers.py": "from dpkit import summaries\n",
+            "dpkit/programs/__init__.py": "",
+            "dpkit/programs/throughput.py": "import dpkit.bench\nx = dpkit.bench._emit\n",
+            "dpkit/summaries/__init__.py": "from dpkit.summaries import board\n",
+            "dpkit/summaries/_paths.py": "",
+            "dpkit/summaries/board.py": "from dpkit.summaries import _paths, writers\n",
+            "dpkit/summaries/writers.py": "from dpkit import summaries\n",
+            "dpkit/stray/thing.py": "",
+            "tests/__init__.py": "",
+            "tests/support/__init__.py": "",
+            "tests/support/helper.py": "from dpkit import data\n",
+            "tests/unit/test_a.py": (
+                "from tests.support import helper\nfrom tests.unit import test_b\n"
+            ),
+            "tests/unit/test_b.py": "import dpkit.programs.throughput\n",
         },
     )
+    assert off_the_map(modules) == ["dpkit/stray/thing.py: no tier's paths match it"]
     assert [c[0] for c in _cycles(_graph(modules))] == ["dpkit.bench"]  # bench -> devices
     assert process_starts(modules) == ["dpkit/towers.py:3: starts a process: use " + CHILD]
     assert private_uses(modules) == [
         "dpkit/bench.py:4: uses dpkit.devices._current (d._current)",
         "dpkit/programs/throughput.py:2: uses dpkit.bench._emit (dpkit.bench._emit)",
         "dpkit/towers.py:1: imports _check_count from dpkit.devices",
-    ]  # not _checks (plumbing), nor summaries/board.py's use of its own package's _paths
+    ]  # not summaries/board.py's use of its own package's _paths
     assert import_cycles(modules) == [
         "dpkit.bench -> dpkit.devices -> dpkit.bench\n"
         "    dpkit/bench.py:1 imports dpkit.devices\n"
-        "    dpkit/devices.py:1 imports dpkit.bench"
+        "    dpkit/devices.py:2 imports dpkit.bench"
     ]
-    never = ": start a program by name (_procs.program_argv), never import it"
     assert upward_imports(modules) == [
-        "dpkit/_checks.py:1: plumbing imports dpkit.data (plumbing imports no other dpkit module)",
-        "dpkit/bench.py:3: lesson module imports dpkit.programs.throughput" + never,
-        "dpkit/bench.py:3: lesson module imports dpkit.programs" + never,
+        "dpkit/bench.py:3: lesson imports dpkit.programs (programs); it may import lesson, "
+        "plumbing",
+        "dpkit/bench.py:3: lesson imports dpkit.programs.throughput (programs); it may import "
+        "lesson, plumbing",
+        "dpkit/plumbing/checks.py:1: plumbing imports dpkit.data (lesson); it may import plumbing",
+        "tests/unit/test_a.py:2: tests imports tests.unit.test_b (tests); it may import lesson, "
+        "support",
+        "tests/unit/test_b.py:1: tests imports dpkit.programs (programs); it may import lesson, "
+        "support",
+        "tests/unit/test_b.py:1: tests imports dpkit.programs.throughput (programs); it may "
+        "import lesson, support",
     ]
+
+
+def test_the_lesson_order_check_names_the_late_import(tmp_path):
+    modules = _fake(
+        tmp_path,
+        {
+            "dpkit/__init__.py": "",
+            "dpkit/towers.py": "from dpkit import bench\n",
+            "dpkit/bench.py": "",
+        },
+    )
+    lessons = {"dpkit.towers": 2, "dpkit.bench": 5}
+    assert later_lesson_imports(modules, lessons, ahead=[]) == [
+        "dpkit/towers.py:1: dpkit.towers (lesson 02) imports dpkit.bench, which lesson 05 "
+        "introduces: move what both need down a tier"
+    ]
+    assert later_lesson_imports(modules, lessons, ahead=[["dpkit.towers", "dpkit.bench"]]) == []

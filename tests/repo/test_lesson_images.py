@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.notebooks import LESSONS, ROOT, nbio
+from tests.support.notebooks import LESSONS, ROOT, nbio
 
 IMAGES = ROOT / "lessons" / "images"
 MAX_BYTES = 300_000  # the repository stays light

@@ -7,7 +7,7 @@ import statistics
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from tests.notebooks import EXERCISES, LESSONS, SOLUTIONS, nbio
+from tests.support.notebooks import EXERCISES, LESSONS, SOLUTIONS, nbio
 
 ALL = LESSONS + SOLUTIONS + EXERCISES
 

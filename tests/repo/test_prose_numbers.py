@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from tests.notebooks import LESSONS, nbio
+from tests.support.notebooks import LESSONS, nbio
 
 # A measurement-like figure: a ratio (1.4x, 15×, but not 5x5 or 784 × 100), a percentage,
 # or a number with a unit of time or rate.

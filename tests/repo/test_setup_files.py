@@ -28,7 +28,7 @@ if sys.version_info >= (3, 11):
 else:  # the test extra installs tomli there
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BINDER = ROOT / "binder"
 MAKEFILE = ROOT / "Makefile"
 TF_NAMES = {"tensorflow", "tensorflow-cpu"}

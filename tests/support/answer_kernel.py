@@ -1,6 +1,6 @@
 """Run a solution notebook in one live kernel, then try other answers in it.
 
-`tests/test_wrong_answers.py` uses this: executing the whole
+`tests/notebooks/test_wrong_answers.py` uses this: executing the whole
 notebook once per wrong answer would take minutes, so the notebook runs once and each
 answer re-runs only the cells from its answer cell to its check cell; before the next
 answer those cells run again as written, so that it starts from the solution's state.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nbclient import NotebookClient
 
-from tests.notebooks import make_exercises, nbio
+from tests.support.notebooks import make_exercises, nbio
 from tests.wrong_answers.base import Wrong
 
 BEGIN = make_exercises.BEGIN
@@ -152,7 +152,7 @@ class AnswerKernel:
 
 
 def compared(outputs) -> list:
-    """What nbval compares of a cell's outputs, as make test runs it (tests/nbval_plugin.py):
+    """What nbval compares of a cell's outputs, as make test runs it (tests/support/nbval_plugin.py)
     the text of each output but stderr, consecutive streams of one name joined."""
     kept = []
     for o in outputs:

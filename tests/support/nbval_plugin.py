@@ -10,7 +10,7 @@ import os
 # Kernels started by nbval inherit these: quiet TensorFlow, reproducible CPU maths.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-# Nobody watches these kernels: dpkit.widgets prints text instead of widgets.
+# Nobody watches these kernels: dpkit.views.widgets prints text instead of widgets.
 os.environ.setdefault("DPKIT_WIDGETS", "text")
 
 

@@ -1,7 +1,7 @@
 """Wrong answers a learner is likely to write, one table per exercise notebook.
 
 Each `Wrong` replaces the marked answer (the lines between `### BEGIN SOLUTION` and
-`### END SOLUTION`) of one solution cell; `tests/test_wrong_answers.py` runs it in the
+`### END SOLUTION`) of one solution cell; `tests/notebooks/test_wrong_answers.py` runs it in the
 solution notebook's kernel and asserts that the named check cell fails with an
 AssertionError whose message matches `expect`. Think of: the sources' own bugs, off-by-N
 scaling, the wrong reduction, right values on the wrong device or from the wrong place,

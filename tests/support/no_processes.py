@@ -1,0 +1,25 @@
+"""A guard for tests/unit: a test that starts a process fails, naming the room it belongs in
+(tests/process, or tests/notebooks for a kernel). It stops every ``subprocess.Popen``, however
+imported (``_execute_child`` is what each one calls), from before the first fixture runs."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+ROOM = (
+    "a unit test starts no process (this one started {argv!r}): move it to tests/process, or "
+    "tests/notebooks if it starts a kernel"
+)
+
+
+def _refuse(self, args, *rest, **kwargs):
+    raise AssertionError(ROOM.format(argv=args if isinstance(args, str) else list(args)[:3]))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_processes():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "_execute_child", _refuse)
+        yield

@@ -1,0 +1,40 @@
+"""dpkit.plumbing.procs, the one child-process layer: records, grace at close, kill once, and the
+review's regressions (TF1 flag errors keep the flag; timeouts may be infinite)."""
+
+import math
+
+import pytest
+
+from dpkit import launcher
+from dpkit.plumbing import checks, procs
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ('{"step": 3, "loss": 0.5}', {"step": 3, "loss": 0.5}),
+        ('  {"ready": "ps:0"}  ', {"ready": "ps:0"}),
+        ('50%\r100%\r{"event": "window"}', {"event": "window"}),  # after a progress bar
+        ("ready", None),
+        ("[1, 2]", None),
+        ("{not json", None),
+        ("", None),
+    ],
+)
+def test_a_stdout_line_is_a_record_or_a_log_line(line, expected):
+    assert procs.parse_record(line) == expected
+
+
+def test_positive_takes_infinity_to_switch_a_timeout_off_but_not_nan():
+    assert checks.positive_seconds(math.inf, "timeout") == math.inf
+    for bad in (0, -1.0, math.nan, True, "5"):
+        with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+            checks.positive_seconds(bad, "timeout")
+
+
+@pytest.mark.parametrize("spelling", ["--job_name", "--job-name"])
+def test_a_flag_without_its_value_is_named_with_the_help_hint(spelling):
+    with pytest.raises(launcher.LaunchError) as error:
+        launcher.parse([spelling])
+    assert spelling.replace("_", "-")[2:] in str(error.value).replace("_", "-")
+    assert "--help" in str(error.value)

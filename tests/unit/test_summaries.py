@@ -1,0 +1,149 @@
+"""dpkit.summaries: what is written is what is read back, where the towers' ops run, and
+TensorBoard served on 127.0.0.1 only, reused, replaced and reaped.
+
+References: values written by hand (and statistics worked out by hand) against the values
+TensorBoard's reader and TensorBoard's own HTTP API return; each shard's loss computed by
+the model directly, and towers.make_tower_train_step's update, for the logged tower step.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from dpkit import summaries
+
+SCALAR_STEPS = [0, 3, 7]
+SCALAR_VALUES = {"train": [0.5, -1.25, 2.0], "test": [1.5, 0.25, -3.0]}
+# Ten values chosen so that 4 buckets over [0, 3] hold 1, 2, 3 and 4 of them, none on an edge
+# the reader could round either way: edges 0, 0.75, 1.5, 2.25, 3.
+HISTOGRAM_VALUES = [0.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 3.0, 3.0, 3.0]
+HISTOGRAM_EDGES = [0.0, 0.75, 1.5, 2.25, 3.0]
+HISTOGRAM_COUNTS = [1, 2, 3, 4]
+
+
+@pytest.fixture(scope="module")
+def known_run(tmp_path_factory):
+    """A run with hand-chosen scalars, a histogram, variable summaries, an image and text."""
+    root = tmp_path_factory.mktemp("runs")
+    run = summaries.open_run("known", "run1", root=root)
+    for name, values in SCALAR_VALUES.items():
+        with run.writer(name).as_default():
+            for step, value in zip(SCALAR_STEPS, values):
+                tf.summary.scalar("loss", value, step=step)
+    with run.train.as_default(step=5):
+        tf.summary.histogram("hand/histogram", HISTOGRAM_VALUES, buckets=4)
+        summaries.variable_summaries(tf.Variable([1.0, 2.0, 3.0, 4.0]), name="weights")
+        image = np.arange(2 * 4 * 3, dtype=np.uint8).reshape(1, 2, 4, 3) * 10
+        tf.summary.image("inputs", image)
+        tf.summary.text("note", "towers: **2**")
+    with run.writer("towers").as_default(step=5):
+        summaries.tower_scalars([1.0, 3.0, 8.0])
+        summaries.tower_scalars([1.0, 3.0], loss=2.5, name="weighted")
+    run.close()
+    return run, summaries.read(run.dir)
+
+
+def test_scalars_read_back_as_written(known_run):
+    _, logs = known_run
+    assert sorted(logs) == ["test", "towers", "train"]
+    for name, values in SCALAR_VALUES.items():
+        steps, read = logs[name].scalar("loss")
+        assert steps.tolist() == SCALAR_STEPS
+        assert read.tolist() == values  # these floats are exact in float32
+
+
+def test_histogram_reads_back_with_hand_counted_buckets(known_run):
+    _, logs = known_run
+    (hist,) = logs["train"].histograms["hand/histogram"]
+    assert hist.step == 5
+    assert hist.counts.tolist() == HISTOGRAM_COUNTS
+    assert np.allclose(hist.edges, HISTOGRAM_EDGES)
+    assert hist.total == len(HISTOGRAM_VALUES)
+    assert np.allclose(hist.quantiles([0.0, 1.0]), [0.0, 3.0])
+
+
+def test_variable_summaries_match_statistics_worked_out_by_hand(known_run):
+    _, logs = known_run
+    train = logs["train"]
+    expected = {"mean": 2.5, "stddev": math.sqrt(1.25), "min": 1.0, "max": 4.0}
+    for stat, value in expected.items():
+        steps, values = train.scalar(f"weights/{stat}")
+        assert steps.tolist() == [5]
+        assert values[0] == pytest.approx(value, rel=1e-6), stat
+    (hist,) = train.histograms["weights/histogram"]
+    assert hist.total == 4 and hist.edges[0] == 1.0 and hist.edges[-1] == 4.0
+
+
+def test_tower_scalars_write_each_tower_and_the_average(known_run):
+    _, logs = known_run
+    towers = logs["towers"]
+    for i, value in enumerate([1.0, 3.0, 8.0]):
+        assert towers.scalar(f"tower_{i}/loss")[1].tolist() == [value]
+    assert towers.scalar("loss")[1].tolist() == [4.0]  # (1 + 3 + 8) / 3
+    assert towers.scalar("weighted")[1].tolist() == [2.5]  # the average given, not the mean
+    assert towers.scalar("tower_1/weighted")[1].tolist() == [3.0]
+
+
+def test_images_and_text_read_back(known_run):
+    _, logs = known_run
+    ((step, images),) = logs["train"].images["inputs"]
+    expected = np.arange(24, dtype=np.uint8).reshape(2, 4, 3) * 10
+    assert step == 5 and len(images) == 1 and np.array_equal(images[0], expected)
+    assert logs["train"].texts["note"] == [(5, "towers: **2**")]
+
+
+def test_unknown_tag_lists_the_tags_there_are(known_run):
+    _, logs = known_run
+    with pytest.raises(KeyError, match=r"no scalar tagged 'accuracy'.*'loss'"):
+        logs["test"].scalar("accuracy")
+
+
+def test_a_named_run_is_not_written_twice(known_run):
+    run, _ = known_run
+    with pytest.raises(ValueError, match="already holds event files.*name=None"):
+        summaries.open_run("known", "run1", root=run.dir.parent.parent)
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", "..", "with space", 5])
+def test_bad_run_names(tmp_path, bad):
+    with pytest.raises(ValueError, match="folder name"):
+        summaries.open_run("lesson", bad, root=tmp_path)
+
+
+def test_dated_runs_get_their_own_folders(tmp_path):
+    first = summaries.open_run("lesson", root=tmp_path, writers=())
+    second = summaries.open_run("lesson", root=tmp_path, writers=())
+    assert first.dir != second.dir and first.dir.parent == second.dir.parent == tmp_path / "lesson"
+
+
+def test_summaries_without_a_writer_say_how_to_set_one():
+    with pytest.raises(RuntimeError, match=r"no default summary writer.*as_default"):
+        summaries.variable_summaries(tf.constant([1.0]), name="w", step=0)
+
+
+@pytest.mark.parametrize("call", [summaries.read, summaries.launch])
+def test_missing_logdir_is_named_with_the_fix(tmp_path, call):
+    with pytest.raises(ValueError, match=r"does not exist; pass the folder your writers write to"):
+        call(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("call", [summaries.read, summaries.launch])
+def test_empty_logdir_is_named_with_the_fix(tmp_path, call):
+    (tmp_path / "train").mkdir()
+    with pytest.raises(ValueError, match=r"holds no TensorBoard event files.*write summaries"):
+        call(tmp_path)
+    assert summaries.running() == []
+
+
+def test_trace_graph_refuses_eager_functions(tmp_path):
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    with pytest.raises(ValueError, match=r"not one; decorate it with @tf.function"):
+        summaries.trace_graph(lambda: 1, writer=writer)
+
+
+# --- Two devices, in a child process ------------------------------------------------------
+
+
+# --- Launching TensorBoard ----------------------------------------------------------------

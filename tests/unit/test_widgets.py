@@ -1,0 +1,36 @@
+"""dpkit.views.widgets in a kernel driven the way JupyterLab drives it, and its text fallback."""
+
+import pytest
+
+from dpkit.views import widgets
+
+
+def test_no_frontend_outside_a_kernel(monkeypatch):
+    monkeypatch.delenv("DPKIT_WIDGETS", raising=False)
+    assert widgets.frontend() is False  # pytest is no Jupyter kernel
+    monkeypatch.setenv("DPKIT_WIDGETS", "widgets")
+    assert widgets.frontend() is True
+    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    assert widgets.frontend() is False
+
+
+def test_panel_in_text_mode_prints_the_same_sweep_for_a_terminal(monkeypatch, capsys):
+    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    widgets.SweepPanel(max_devices=2, model="mnist_mlp", batch=64, scaling="weak").show()
+    out = capsys.readouterr().out
+    assert "python -m dpkit bench --up-to 2 --model mnist_mlp --strategy towers" in out
+    assert out.rstrip().endswith("--batch 64 --weak")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"max_devices": 3}, "max_devices must be one of"),
+        ({"model": "vgg"}, "model must be one of"),
+        ({"strategy": "single"}, "strategy must be one of"),
+        ({"batch": 255, "max_devices": 2}, "use 254 or 256"),
+    ],
+)
+def test_panel_refuses_bad_starting_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        widgets.SweepPanel(**kwargs)
