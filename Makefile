@@ -110,7 +110,7 @@ endif
 
 .DEFAULT_GOAL := help
 .PHONY: help lab test test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest \
-	check-versions check-python env lint unit notebooks exercises timings bench clean
+	check-versions check-python env lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
 	@echo "dpkit: make <target>   (Python $(PY_MIN)-$(PY_MAX), TensorFlow $(TF_RANGE); PYTHON=$(PYTHON), TF_BUILD=$(TF_BUILD))"
@@ -140,16 +140,21 @@ lint: $(STAMP) ## ruff: lint and format check of the library, tests, tools and n
 	$(VENV)/bin/ruff check dpkit tests browser_tests tools benchmarks lessons solutions exercises
 	$(VENV)/bin/ruff format --check dpkit tests browser_tests tools benchmarks lessons solutions exercises
 
-unit: $(STAMP) ## the unit tests only (pytest tests)
-	$(PY) -m pytest tests -p no:cacheprovider
+# tests/ has four rooms, marked by folder (conftest.py): unit (no child process, no kernel:
+# tests/unit/conftest.py fails one that starts a process), process, notebooks and repo.
+unit: $(STAMP) ## the fast door: tests/unit only (no child process, no kernel; under a minute)
+	@start=$$(date +%s); \
+	$(PY) -m pytest tests/unit -p no:cacheprovider -q; \
+	code=$$?; echo "dpkit: make unit took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # Unit tests, then nbval re-executes every lesson in a fresh kernel and compares the cells
 # marked NBVAL_CHECK_OUTPUT with their committed outputs. The solutions run once, in
 # tests/notebooks/test_wrong_answers.py, which checks what nbval would of them before it tries the
 # wrong answers in the same kernel.
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
-# cells, and each test file, in one worker), longest first: conftest.py's LONGEST_FIRST
-# orders them, and --no-loadscope-reorder keeps that order.
+# cells, and each test file, in one worker), longest first: conftest.py orders them by the
+# seconds `make durations` stored in tests/durations.json, and --no-loadscope-reorder keeps
+# that order.
 TEST_WORKERS ?= 2
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -p no:cacheprovider
 test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson, every solution run
@@ -159,6 +164,11 @@ test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson, 
 	$(PY) -m pytest lessons tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder --ignore=tests/notebooks/test_papermill.py --durations=15; \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
+
+# make test, storing each file's seconds in tests/durations.json (commit it when files were
+# added or became much slower: it orders make test's files, longest first).
+durations: $(STAMP) ## make test, and store each file's seconds in tests/durations.json
+	PYTEST_ADDOPTS=--store-durations $(MAKE) --no-print-directory test
 
 # The same claims under arithmetic that differs from the recorded run, on any Linux machine:
 # oneDNN on (Colab's default: other kernels, other summation orders) and one intra-op thread

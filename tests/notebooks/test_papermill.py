@@ -70,7 +70,6 @@ def papermill(notebook: str, args: list[str], tmp_path: Path):
     return done, (nbio.read(out) if out.exists() else None)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("notebook, args", RUNS, ids=[f"{n}:{' '.join(a)}" for n, a in RUNS])
 def test_lesson_finishes_with_other_parameters(notebook, args, tmp_path):
     done, nb = papermill(notebook, args, tmp_path)
@@ -82,7 +81,6 @@ def test_lesson_finishes_with_other_parameters(notebook, args, tmp_path):
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
 
 
-@pytest.mark.slow
 def test_a_value_the_lesson_cannot_use_stops_it_at_once(tmp_path):
     done, nb = papermill("lessons/02_towers.ipynb", ["-p", "NUM_DEVICES", "0"], tmp_path)
     assert done.returncode != 0

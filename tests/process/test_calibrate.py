@@ -14,7 +14,6 @@ from tests.support import machine
 ALPHA, BETA = 250e-6, 2.5e-9  # 250 us per step, 400 MB/s per link
 
 
-@pytest.mark.slow
 def test_a_real_measurement_between_two_pinned_workers():
     if len(pinned.usable_cores()) < 2:
         pytest.skip("two pinned workers need 2 usable cores")
@@ -34,7 +33,6 @@ def test_a_real_measurement_between_two_pinned_workers():
     assert (c.alpha_s, c.beta_s_per_byte) == calibrate.fit_alpha_beta(sizes, c.seconds, 2)
 
 
-@pytest.mark.slow
 def test_a_worker_that_fails_is_reported_and_reaped(monkeypatch):
     if len(pinned.usable_cores()) < 2:
         pytest.skip("two pinned workers need 2 usable cores")

@@ -8,7 +8,6 @@ from dpkit.plumbing import procs
 from tests.support import machine
 
 
-@pytest.mark.slow
 def test_pinned_workers_train_the_same_model_as_one_process():
     if len(pinned.usable_cores()) < 2:
         pytest.skip("pinned workers need at least 2 usable cores")
