@@ -285,7 +285,11 @@ def parse(
     except argparse.ArgumentError as error:
         if isinstance(error.__context__, LaunchError):  # a type= check: it names the flag
             raise LaunchError(error.message) from None
-        raise LaunchError(f"{error}; see {prog} --help") from None
+        name = error.argument_name or ""
+        if name.startswith("--"):  # argparse names every spelling: name the one typed
+            name = flag(name.split("/")[0][2:])
+        where = f"argument {name}: " if name else ""
+        raise LaunchError(f"{where}{error.message}; see {prog} --help") from None
 
     given = (args.job_name, args.task_index, args.ps_hosts, args.worker_hosts, args.chief_hosts)
     notes = []

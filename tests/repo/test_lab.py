@@ -70,15 +70,19 @@ def test_make_lab_listens_on_loopback_with_a_token(tmp_path):
                 assert time.monotonic() < deadline, "JupyterLab did not answer within 90 s"
                 time.sleep(0.5)
             assert _status(f"{base}/api/contents") == 403  # no token, no access
-            address = machine.non_loopback_address()
-            if address:  # listening on loopback only: the machine's own address is refused
+            others = machine.addresses_besides_loopback_one()
+            assert others, "no address besides 127.0.0.1 to prove JupyterLab does not listen on"
+            for address in others:  # listening on 127.0.0.1 only: every other one refuses
                 with pytest.raises(OSError):
                     socket.create_connection((address, port), timeout=3).close()
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=30)
+                stopped = True
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        assert proc.poll() is not None
+                stopped = False
+        assert stopped, "JupyterLab did not stop within 30 s of SIGTERM"
+        assert machine.wait_gone(proc.pid, 10, group=True), "a process of JupyterLab outlived it"

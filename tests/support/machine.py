@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 
@@ -24,6 +25,19 @@ def non_loopback_address() -> str | None:
         except OSError:
             return None
     return None if address.startswith("127.") else address
+
+
+def addresses_besides_loopback_one() -> list[str]:
+    """Addresses of this machine other than 127.0.0.1, where a server bound to 127.0.0.1 only
+    must refuse connections, and one bound to every interface would accept them.
+
+    Its network address, when it has one, and on Linux 127.0.0.2 (Linux routes all of
+    127.0.0.0/8 to the loopback interface, so the check holds on a machine with no network).
+    """
+    found = [a for a in [non_loopback_address()] if a]
+    if sys.platform.startswith("linux"):
+        found.append("127.0.0.2")
+    return found
 
 
 def gone(pid: int) -> bool:
