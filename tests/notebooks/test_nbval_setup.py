@@ -16,10 +16,16 @@ def _notebook(path, claim_output, stderr_output):
         nbformat.v4.new_output("stream", name="stdout", text=claim_output),
         nbformat.v4.new_output("stream", name="stderr", text=stderr_output),
     ]
+    # a warning that appears at run time and was never stored
+    new_warning = nbformat.v4.new_code_cell(
+        "# NBVAL_CHECK_OUTPUT\nprint('ok')\nprint('a new warning', file=sys.stderr)"
+    )
+    new_warning.outputs = [nbformat.v4.new_output("stream", name="stdout", text="ok\n")]
     unchecked = nbformat.v4.new_code_cell("print(id(object()))")
     unchecked.outputs = [nbformat.v4.new_output("stream", name="stdout", text="123\n")]
-    checked.execution_count, unchecked.execution_count = 1, 2
-    nb = nbformat.v4.new_notebook(cells=[checked, unchecked])
+    for count, cell in enumerate([checked, new_warning, unchecked], 1):
+        cell.execution_count = count
+    nb = nbformat.v4.new_notebook(cells=[checked, new_warning, unchecked])
     nbio.write(nb, path)
 
 
