@@ -3,12 +3,13 @@
 JupyterLab runs under the base URL ``/user/learner/`` with jupyter-server-proxy (a server
 extension of the lab environment) and ``JUPYTERHUB_SERVICE_PREFIX=/user/learner/`` in its
 environment, which its kernels inherit, as on a hub. A notebook the test writes logs two
-runs of scalars, then runs lesson 06's own TensorBoard cells (the launch cell and the stop
-cell, their sources read from the lesson file). The checks: the printed address is the
-proxied path; the frame points at ``/user/learner/proxy/<port>/`` on the lab's own origin;
-TensorBoard's dashboard renders inside it (title, the runs, the logged tag); every request
-of the frame went through that proxy path and none straight to TensorBoard's port; and the
-stop cell leaves no TensorBoard behind. A screenshot goes to ``runs/browser/``.
+runs of scalars, then runs lesson 06's own TensorBoard cells (the launch-and-show cell and
+the stop cell, their sources read from the lesson file). The checks: launch prints the
+loopback address TensorBoard listens on and the view the proxied path it shows; the frame
+points at ``/user/learner/proxy/<port>/`` on the lab's own origin; TensorBoard's dashboard
+renders inside it (title, the runs, the logged tag); every request of the frame went through
+that proxy path and none straight to TensorBoard's port; and the stop cell leaves no
+TensorBoard behind. A screenshot goes to ``runs/browser/``.
 """
 
 from __future__ import annotations
@@ -36,10 +37,13 @@ LESSON = ROOT / "lessons" / "06_tensorboard.ipynb"
 TAG = "loss_through_proxy"
 NOTEBOOK = "proxied_tensorboard.ipynb"
 NOT_FOUND = "Failed to load resource: the server responded with a status of 404 (Not Found)"
+#: The view lesson 06's setup cell imports, under the name its TensorBoard cell uses.
+VIEW_IMPORT = "from dpkit.views import board as board_view"
 
 LOG_SCALARS = f"""\
 import tensorflow as tf
 from dpkit import summaries
+{VIEW_IMPORT}
 
 LAUNCH_TENSORBOARD = True  # the lesson's parameter that its TensorBoard cell reads
 run = summaries.open_run("proxied_tensorboard")
@@ -60,9 +64,10 @@ def _lesson_cell(marker: str) -> str:
 
 
 def _notebook() -> dict:
+    _lesson_cell(VIEW_IMPORT)  # the lesson's setup imports the view under the same name
     sources = [
         LOG_SCALARS,
-        _lesson_cell("summaries.launch("),  # the lesson's TensorBoard cell
+        _lesson_cell("summaries.launch("),  # the lesson's TensorBoard cell: launch, show
         _lesson_cell("summaries.stop()"),
     ]
     cells = [
@@ -117,14 +122,22 @@ def test_lesson_06s_tensorboard_renders_through_the_hub_proxy(browser, hub_lab):
     try:
         printed = page.page.locator(".jp-OutputArea-output", has_text="TensorBoard started")
         text = printed.last.text_content()
-        match = re.search(
-            rf"TensorBoard started at {BASE_URL}proxy/(\d+)/ "
-            r"\(proxied to http://127\.0\.0\.1:(\d+)/, pid (\d+)\); summaries\.stop\(\) ends it\.",
+        launched = re.search(
+            r"TensorBoard started at http://127\.0\.0\.1:(\d+)/ \(pid (\d+)\); "
+            r"summaries\.stop\(\) ends it\.",
             text,
         )
-        assert match, f"the launch cell printed: {text!r}"
-        port, pid = match.group(1), int(match.group(3))
-        assert match.group(2) == port
+        assert launched, f"the launch cell printed: {text!r}"
+        port, pid = launched.group(1), int(launched.group(2))
+        shown = page.page.locator(".jp-OutputArea-output", has_text="TensorBoard is shown below")
+        text = shown.last.text_content()
+        through = re.search(
+            rf"TensorBoard is shown below through {BASE_URL}proxy/(\d+)/ "
+            r"\(proxied to http://127\.0\.0\.1:(\d+)/\)\.",
+            text,
+        )
+        assert through, f"the launch cell printed: {text!r}"
+        assert through.group(1) == through.group(2) == port
 
         # The frame points at the proxy path on the lab's own address...
         proxied = f"http://127.0.0.1:{hub_lab.port}{BASE_URL}proxy/{port}/"

@@ -77,8 +77,9 @@ def first_lessons(root: pathlib.Path = ROOT) -> dict[str, int]:
         pattern = r"from (dpkit(?:\.\w+)?) import (?:\(([^)]*)\)|([\w, ]+))"
         for source, many, one in re.findall(pattern, code):
             for name in (many or one).replace("\n", " ").split(","):
-                if name.strip():
-                    first.setdefault(f"{source}.{name.strip()}", int(path.name[:2]))
+                name = name.split(" as ")[0].strip()  # "board as board_view": the module
+                if name:
+                    first.setdefault(f"{source}.{name}", int(path.name[:2]))
     return first
 
 

@@ -1,19 +1,10 @@
 """TensorBoard from a notebook (lesson 06; modules in ``dpkit/README.md``). Nothing happens on
-import: TensorFlow and TensorBoard are imported when first needed.
+import: TensorFlow and TensorBoard are imported when first needed. Showing TensorBoard in a
+frame is :func:`dpkit.views.board.show`'s job.
 """
 
 # ruff: noqa: F401 -- the names below are this package's API, re-exported
-from dpkit.summaries.board import (
-    HOST,
-    HUB_PREFIX_ENV,
-    PROXY_ENV,
-    Route,
-    TensorBoard,
-    display_route,
-    launch,
-    running,
-    stop,
-)
+from dpkit.summaries.board import HOST, TensorBoard, launch, running, stop
 from dpkit.summaries.logs import Histogram, Logs, read
 from dpkit.summaries.traces import (
     PlacedOp,

@@ -1,32 +1,21 @@
-"""The TensorBoard process (introduced in lesson 06): launch it on a run's folder, show it
-inline (through a proxy where the browser is elsewhere: :func:`display_route`), stop it.
+"""The TensorBoard process (introduced in lesson 06): launch it on a run's folder, stop it.
+
+Showing it in the notebook is a view's job: :func:`dpkit.views.board.show` puts it in a
+frame below the cell, through a proxy where the browser is on another machine.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import io
-import json
-import os
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
-from dpkit.plumbing import checks, notebook, procs
+from dpkit.plumbing import checks, procs
 from dpkit.summaries.logs import check_logdir, require_tensorboard
 
 #: The address TensorBoard listens on: this machine only.
 HOST = "127.0.0.1"
-
-#: TensorBoard's address as the browser reaches it, ``%PORT%`` standing for its port, e.g.
-#: ``/base/proxy/%PORT%/`` behind jupyter-server-proxy (as for TensorBoard's ``%tensorboard``).
-PROXY_ENV = "TENSORBOARD_PROXY_URL"
-
-#: Set by JupyterHub (and so Binder) in the server's and the kernels' environment.
-HUB_PREFIX_ENV = "JUPYTERHUB_SERVICE_PREFIX"
 
 #: The child's script (``python -c SERVE --logdir ...``): TensorBoard, ended by a thread when
 #: its parent dies, even by SIGKILL (``procs.child_env`` makes dpkit importable).
@@ -89,23 +78,19 @@ def launch(
     logdir,
     *,
     replace: bool = False,
-    display: bool = True,
-    height: int = 800,
     timeout: float = 90.0,
     allow_empty: bool = False,
 ) -> TensorBoard:
-    """Start TensorBoard on ``logdir``, bound to 127.0.0.1 on a free port, and show it inline.
+    """Start TensorBoard on ``logdir``, bound to 127.0.0.1 on a free port, and print where.
 
     One instance per logdir: if one is already running for the same folder it is reused
     (``replace=True`` stops it and starts a new one). The child is ended by :func:`stop`,
-    when this Python process exits, and if starting it fails.
+    when this Python process exits, and if starting it fails. To see it in the notebook,
+    pass the board to :func:`dpkit.views.board.show`.
 
     Args:
         logdir: the folder to serve (a run's ``dir`` or a folder of runs).
         replace: stop a running instance for the same folder and start afresh.
-        display: show TensorBoard in the notebook (a frame, through a proxy where
-            :func:`display_route` finds one) and print its address.
-        height: the frame's height in pixels.
         timeout: seconds to wait for TensorBoard to answer.
         allow_empty: accept a folder without event files yet (to watch a run start).
 
@@ -113,13 +98,11 @@ def launch(
         The :class:`TensorBoard` (``.url``, ``.pid``, ``.port``, ``.stop()``).
 
     Raises:
-        ValueError: ``logdir`` missing or empty, or a bad ``timeout`` or ``height``.
+        ValueError: ``logdir`` missing or empty, or a bad ``timeout``.
         RuntimeError: TensorBoard is not installed, exited, or did not answer in time.
     """
     require_tensorboard()
     timeout = checks.positive_seconds(timeout, "timeout")
-    if not checks.is_whole(height) or height <= 0:
-        raise ValueError(f"height must be a positive number of pixels, got {height!r}.")
     path = check_logdir(logdir, allow_empty=allow_empty).resolve()
     board = _INSTANCES.get(path)
     reused = board is not None and board.running() and not replace
@@ -127,8 +110,8 @@ def launch(
         if board is not None:
             board.stop()
         board = _INSTANCES[path] = _start(path, timeout)
-    if display:
-        _show(board, height, reused=reused)
+    verb = "already running" if reused else "started"
+    print(f"TensorBoard {verb} at {board.url} (pid {board.pid}); summaries.stop() ends it.")
     return board
 
 
@@ -160,113 +143,6 @@ def _start(path: Path, timeout: float) -> TensorBoard:
         if "already in use" not in last_error:
             break
     raise RuntimeError(f"TensorBoard exited before it answered; its output:\n{last_error}")
-
-
-@dataclass(frozen=True)
-class Route:
-    """How a notebook shows TensorBoard (see :func:`display_route`).
-
-    Attributes:
-        kind: ``"colab"`` (Colab's port proxy), ``"proxy"`` (``$TENSORBOARD_PROXY_URL``),
-            ``"hub"`` (jupyter-server-proxy under ``$JUPYTERHUB_SERVICE_PREFIX``) or
-            ``"local"`` (the loopback address: the browser is on this machine).
-        url: where the frame points, the port filled in; a path is taken relative to the
-            notebook page's address. ``None`` on Colab, whose proxy picks the address.
-        hint: what to do if the frame stays blank, or ``""``.
-    """
-
-    kind: str
-    url: str | None
-    hint: str = ""
-
-
-def _in_colab() -> bool:
-    # The same test as tensorboard.notebook's: google.colab imports, in an IPython shell.
-    try:
-        import google.colab  # noqa: F401
-        import IPython
-    except ImportError:
-        return False
-    return IPython.get_ipython() is not None
-
-
-def display_route(port: int) -> Route:
-    """Which way a notebook frame reaches a TensorBoard on 127.0.0.1:``port``.
-
-    In order: on Colab, Colab's port proxy (through TensorBoard's own notebook display);
-    ``$TENSORBOARD_PROXY_URL`` when set, ``%PORT%`` replaced by the port; on a JupyterHub
-    or Binder (``$JUPYTERHUB_SERVICE_PREFIX`` set) with jupyter-server-proxy installed,
-    ``<prefix>proxy/<port>/``; otherwise ``http://127.0.0.1:<port>/``, which only a
-    browser on this machine can open. Reads the environment, changes nothing.
-    """
-    if _in_colab():
-        return Route("colab", None)
-    proxy = os.environ.get(PROXY_ENV, "")
-    if proxy:
-        return Route("proxy", proxy.replace("%PORT%", str(port)))
-    local = f"http://{HOST}:{port}/"
-    prefix = os.environ.get(HUB_PREFIX_ENV, "")
-    if not prefix:
-        return Route("local", local)
-    if importlib.util.find_spec("jupyter_server_proxy") is not None:
-        return Route("hub", f"{prefix.rstrip('/')}/proxy/{port}/")
-    hint = (
-        "(a JupyterHub without jupyter-server-proxy in this kernel's environment: a browser "
-        "on another machine cannot open 127.0.0.1; install jupyter-server-proxy and restart "
-        "the server, or, if the server has it, set TENSORBOARD_PROXY_URL to "
-        f"{prefix.rstrip('/')}/proxy/%PORT%/)"
-    )
-    return Route("local", local, hint)
-
-
-# The browser makes the frame's address against the page's own, as tensorboard.notebook does,
-# so a proxy path like /user/x/proxy/6006/ works on any host and scheme. Its display() is not
-# used: it prints a line of its own, reads the proxy only from os.environ, and without one
-# points at the page's host name, not at the 127.0.0.1 dpkit serves.
-_FRAME = """<iframe id="{id}" width="100%" height="{height}" frameborder="0"></iframe>
-<script>
-  (function() {{
-    const frame = document.getElementById({json_id});
-    frame.src = new URL({json_url}, window.location);
-  }})();
-</script>"""
-
-
-def _js(text: str) -> str:  # a JSON string that cannot close the <script> element
-    return json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def _frame_html(url: str, height: int) -> str:
-    frame_id = f"dpkit-tensorboard-{os.urandom(8).hex()}"  # letters, digits and '-' only
-    return _FRAME.format(id=frame_id, height=int(height), json_id=_js(frame_id), json_url=_js(url))
-
-
-def _show(board: TensorBoard, height: int, *, reused: bool) -> None:
-    frame = notebook.frontend()  # none in a test run or a terminal: nobody would see a frame
-    way = display_route(board.port) if frame else Route("local", board.url)
-    if way.kind == "colab":
-        where = f"on port {board.port} (pid {board.pid}), shown below through Colab's port proxy"
-    elif way.kind == "local":
-        where = f"at {board.url} (pid {board.pid})"
-    else:
-        where = f"at {way.url} (proxied to {board.url}, pid {board.pid})"
-    verb = "already running" if reused else "started"
-    print(f"TensorBoard {verb} {where}; summaries.stop() ends it.")
-    if not frame:
-        print("(no notebook display here: open the address in a browser on this machine)")
-    elif way.kind == "colab":
-        import tensorboard.notebook
-
-        # Colab's proxy is Colab's own JavaScript API, which TensorBoard keeps up with; its
-        # "Selecting TensorBoard with logdir ..." line is not ours to show.
-        with contextlib.redirect_stdout(io.StringIO()):
-            tensorboard.notebook.display(port=board.port, height=height)
-    else:
-        if way.hint:
-            print(way.hint)
-        from IPython.display import HTML, display
-
-        display(HTML(_frame_html(way.url, height)))
 
 
 def running() -> list[TensorBoard]:

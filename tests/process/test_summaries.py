@@ -176,7 +176,7 @@ def test_launch_serves_on_loopback_only_is_reused_replaced_and_stopped(known_run
 LAUNCHER = """
 import sys, time
 from dpkit import summaries
-board = summaries.launch(sys.argv[1], display=False)
+board = summaries.launch(sys.argv[1])
 print(board.pid, flush=True)
 time.sleep(600)
 """
@@ -194,7 +194,10 @@ def test_tensorboard_ends_when_its_parent_is_killed(known_run):
         start_new_session=True,
     )
     try:
+        said = parent.stdout.readline()  # launch prints where it listens, then the pid
         pid = int(parent.stdout.readline())
+        assert said.startswith("TensorBoard started at http://127.0.0.1:"), said
+        assert f"(pid {pid})" in said, said
         assert not machine.gone(pid)
         parent.send_signal(signal.SIGKILL)  # no atexit, no finally: only the pipe closes
         parent.wait(timeout=60)

@@ -1,11 +1,12 @@
-"""dpkit.summaries shows TensorBoard where the browser can reach it: loopback, a proxy, Colab.
+"""dpkit.views.board shows TensorBoard where the browser can reach it: loopback, a proxy, Colab.
 
-One real TensorBoard child serves a run for the module; each test sets up one environment
-(plain local, ``TENSORBOARD_PROXY_URL``, a JupyterHub prefix with and without
-jupyter-server-proxy, Colab faked by a ``google.colab`` module) and checks what is printed
-and what is handed to IPython's ``display``: the frame's address in the HTML and script
-dpkit emits, or the Colab script TensorBoard's own notebook module emits for our port.
-Without a notebook front end the output is exactly what lesson 06 commits.
+One real TensorBoard child (``summaries.launch``) serves a run for the module; each test sets
+up one environment (plain local, ``TENSORBOARD_PROXY_URL``, a JupyterHub prefix with and
+without jupyter-server-proxy, Colab faked by a ``google.colab`` module) and checks what
+``board_view.show`` prints and what it hands to IPython's ``display``: the frame's address
+in the HTML and script dpkit emits, or the Colab script TensorBoard's own notebook module
+emits for our port. Without a notebook front end, launch and show together print exactly
+what lesson 06 commits.
 
 References: the addresses each environment documents (TensorBoard's notebook module for
 ``TENSORBOARD_PROXY_URL`` and Colab, jupyter-server-proxy's ``<base>proxy/<port>/``), and
@@ -20,12 +21,14 @@ import re
 import sys
 import types
 import urllib.request
+from pathlib import Path
 
 import IPython
 import pytest
 import tensorflow as tf
 
 from dpkit import summaries
+from dpkit.views import board as board_view
 
 ENV_VARS = ("TENSORBOARD_PROXY_URL", "JUPYTERHUB_SERVICE_PREFIX", "DPKIT_WIDGETS")
 FRAME_URL = re.compile(r"new URL\((\"[^\"]*\"), window\.location\)")
@@ -37,7 +40,7 @@ def board(tmp_path_factory):
     with run.train.as_default():
         tf.summary.scalar("loss", 1.0, step=0)
     run.close()
-    board = summaries.launch(run.dir, display=False)
+    board = summaries.launch(run.dir)
     yield board
     summaries.stop()
     assert not board.running()
@@ -57,7 +60,7 @@ def shown(monkeypatch, capsys):
             monkeypatch.setenv(name, value)
         before = dict(os.environ)
         capsys.readouterr()
-        assert summaries.launch(board.logdir) is board  # reused, and shown again
+        assert board_view.show(board) is None
         assert dict(os.environ) == before, "showing TensorBoard changed the environment"
         return capsys.readouterr().out, displayed
 
@@ -73,29 +76,34 @@ def _frame_url(displayed) -> str:
     return json.loads(url)
 
 
-def _local_line(board) -> str:
+def _launch_line(board, verb="already running") -> str:
     return (
-        f"TensorBoard already running at http://127.0.0.1:{board.port}/ (pid {board.pid}); "
+        f"TensorBoard {verb} at http://127.0.0.1:{board.port}/ (pid {board.pid}); "
         "summaries.stop() ends it.\n"
     )
 
 
 def _proxied_line(board, url) -> str:
     return (
-        f"TensorBoard already running at {url} (proxied to http://127.0.0.1:{board.port}/, "
-        f"pid {board.pid}); summaries.stop() ends it.\n"
+        f"TensorBoard is shown below through {url} (proxied to http://127.0.0.1:{board.port}/).\n"
     )
+
+
+def test_launching_again_reuses_the_board_and_prints_where_it_listens(board, capsys):
+    capsys.readouterr()
+    assert summaries.launch(board.logdir) is board
+    assert capsys.readouterr().out == _launch_line(board)
 
 
 def test_local_frame_points_at_the_loopback_address_tensorboard_answers_on(board, shown):
     out, displayed = shown(board)
-    assert out == _local_line(board)
+    assert out == ""  # launch printed the address; the frame is all show adds
     url = _frame_url(displayed)
     assert url == f"http://127.0.0.1:{board.port}/"
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(url + "data/logdir", timeout=10) as response:  # TensorBoard's own API
         assert json.loads(response.read())["logdir"] == str(board.logdir)
-    assert summaries.display_route(board.port) == summaries.Route("local", url)
+    assert board_view.display_route(board.port) == board_view.Route("local", url)
 
 
 def test_tensorboard_proxy_url_gets_the_port_and_wins_over_the_hub(board, shown):
@@ -129,7 +137,7 @@ def test_hub_prefix_with_jupyter_server_proxy_goes_through_its_proxy_path(
     url = f"/user/learner/proxy/{board.port}/"
     assert out == _proxied_line(board, url)
     assert _frame_url(displayed) == url
-    assert summaries.display_route(board.port).kind == "hub"
+    assert board_view.display_route(board.port).kind == "hub"
     assert "TENSORBOARD_PROXY_URL" not in os.environ  # the learner's environment is left alone
 
 
@@ -138,8 +146,7 @@ def test_hub_prefix_without_jupyter_server_proxy_falls_back_and_says_what_to_do(
 ):
     monkeypatch.setitem(sys.modules, "jupyter_server_proxy", None)  # not importable
     out, displayed = shown(board, JUPYTERHUB_SERVICE_PREFIX="/user/learner/")
-    first, hint = out.splitlines()
-    assert first + "\n" == _local_line(board)
+    (hint,) = out.splitlines()
     assert "install jupyter-server-proxy" in hint
     assert "TENSORBOARD_PROXY_URL to /user/learner/proxy/%PORT%/" in hint
     assert _frame_url(displayed) == f"http://127.0.0.1:{board.port}/"
@@ -155,15 +162,12 @@ def colab(monkeypatch):
 def test_colab_uses_tensorboards_colab_display_for_our_port(board, shown, colab):
     out, displayed = shown(board, JUPYTERHUB_SERVICE_PREFIX="/user/learner/")
     # Only dpkit's line: TensorBoard's "Selecting TensorBoard with ..." is not shown.
-    assert out == (
-        f"TensorBoard already running on port {board.port} (pid {board.pid}), shown below "
-        "through Colab's port proxy; summaries.stop() ends it.\n"
-    )
+    assert out == f"TensorBoard on port {board.port} is shown below through Colab's port proxy.\n"
     (script,) = displayed
     assert isinstance(script, IPython.display.Javascript), script
     assert f"google.colab.kernel.proxyPort({board.port}, " in script.data
     assert "iframe.setAttribute('height', '800')" in script.data
-    assert summaries.display_route(board.port) == summaries.Route("colab", None)
+    assert board_view.display_route(board.port) == board_view.Route("colab", None)
 
 
 def test_without_a_front_end_the_text_is_lesson_06s_whatever_the_environment(board, shown, colab):
@@ -173,10 +177,26 @@ def test_without_a_front_end_the_text_is_lesson_06s_whatever_the_environment(boa
         TENSORBOARD_PROXY_URL="/base/proxy/%PORT%/",
         JUPYTERHUB_SERVICE_PREFIX="/user/learner/",
     )
-    assert out == _local_line(board) + (
-        "(no notebook display here: open the address in a browser on this machine)\n"
-    )
+    assert out == "(no notebook display here: open the address in a browser on this machine)\n"
     assert displayed == []
+    # Lesson 06's TensorBoard cell (launch, then show) and its committed output, line by line.
+    (source,), (output,) = _lesson_06_launch_cell()
+    assert "board = summaries.launch(run.dir)" in source
+    assert "board_view.show(board)" in source
+    printed = (_launch_line(board, "started") + out).splitlines()
+    committed = "".join(output["text"]).splitlines()
+    numbers = re.compile(r"\d+")
+    assert [numbers.sub("N", line) for line in committed] == [
+        numbers.sub("N", line) for line in printed
+    ]
+
+
+def _lesson_06_launch_cell():
+    lesson = Path(__file__).parents[2] / "lessons" / "06_tensorboard.ipynb"
+    cells = json.loads(lesson.read_text())["cells"]
+    found = [c for c in cells if "summaries.launch(" in "".join(c["source"])]
+    found = [c for c in found if c["cell_type"] == "code"]
+    return ["".join(c["source"]) for c in found], [o for c in found for o in c["outputs"]]
 
 
 def test_a_fresh_start_behind_a_proxy_prints_the_proxied_path(tmp_path, monkeypatch, capsys):
@@ -189,14 +209,12 @@ def test_a_fresh_start_behind_a_proxy_prints_the_proxied_path(tmp_path, monkeypa
     monkeypatch.setenv("DPKIT_WIDGETS", "widgets")
     monkeypatch.setenv("TENSORBOARD_PROXY_URL", "/user/learner/proxy/%PORT%/")
     capsys.readouterr()
-    board = summaries.launch(tmp_path, height=300)
+    board = summaries.launch(tmp_path)
     try:
+        board_view.show(board, height=300)
         out = capsys.readouterr().out
         url = f"/user/learner/proxy/{board.port}/"
-        assert out == (
-            f"TensorBoard started at {url} (proxied to http://127.0.0.1:{board.port}/, "
-            f"pid {board.pid}); summaries.stop() ends it.\n"
-        )
+        assert out == _launch_line(board, "started") + _proxied_line(board, url)
         (frame,) = displayed
         assert 'height="300"' in frame.data
         assert json.loads(FRAME_URL.search(frame.data).group(1)) == url
@@ -208,4 +226,4 @@ def test_a_fresh_start_behind_a_proxy_prints_the_proxied_path(tmp_path, monkeypa
 @pytest.mark.parametrize("height", [0, -5, "100%", 2.5, True])
 def test_a_bad_height_is_named(board, height):
     with pytest.raises(ValueError, match="height must be a positive number of pixels"):
-        summaries.launch(board.logdir, height=height)
+        board_view.show(board, height=height)
