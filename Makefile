@@ -242,8 +242,8 @@ test-under-load: $(STAMP) ## make test while one busy loop per core keeps the ma
 test-papermill: $(STAMP) ## lessons 00, 01 and 06 through papermill with other parameters
 	$(PY) -m pytest tests/notebooks/test_papermill.py -p no:cacheprovider -v -n $(TEST_WORKERS)
 
-# nbgrader's real commands on every exercise (make test autogrades exercise 02 only).
-test-grading: $(STAMP) ## nbgrader autogrades every exercise (make test does exercise 02)
+# nbgrader's real commands on every exercise (make test autogrades exercise 05 only).
+test-grading: $(STAMP) ## nbgrader autogrades every exercise (make test does exercise 05)
 	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/notebooks/test_grading.py -p no:cacheprovider -v
 
 # The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright.
