@@ -37,7 +37,7 @@ def _status_texts(status):
 def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
     f = frontend
     f.execute(
-        "from dpkit import widgets\n"
+        "from dpkit.views import widgets\n"
         f"panel = widgets.SweepPanel(max_devices=1, **{TINY!r})\n"
         "panel.show()"
     )
@@ -90,7 +90,7 @@ def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
 def test_live_sweep_updates_in_place_in_a_jupyter_kernel(frontend):
     f = frontend
     f.execute(
-        "from dpkit import widgets\n"
+        "from dpkit.views import widgets\n"
         f"report = widgets.live_sweep([1], measure_peak=False, **{TINY!r})"
     )
     status = [m for m in f.models.values() if m.name == "HTMLModel" and "[1/1]" in str(m.updates)]

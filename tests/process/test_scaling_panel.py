@@ -67,7 +67,7 @@ def test_the_plot_lands_in_the_panel_in_a_jupyter_kernel():
     f = Frontend()
     try:
         out = f.execute(
-            "from dpkit import scaling_panel\n"
+            "from dpkit.views import scaling_panel\n"
             "scaling_panel.panel(model='resnet50', hardware='p100_roce25', devices=64)"
         )
         kinds = [list(o.get("data", {})) for o in out]
