@@ -425,10 +425,24 @@ def watch_parent(interval: float = 0.5) -> None:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on right now (another process may still take it before you)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A port free right now, from ``portpicker`` (what TensorFlow's own tests use).
+
+    It is free for TCP and UDP on every interface, IPv4 and IPv6 (so at ``host`` too: a TF
+    server listens on all of them whatever its address says), and this process is never
+    handed the same port twice. Another process may still take it before you bind it; a
+    ``PORTSERVER_ADDRESS`` in the environment makes portpicker ask that port server, which
+    reserves it. ``host`` names where the port will be used.
+    """
+    import portpicker  # only processes that pick ports pay for it
+
+    try:
+        return portpicker.pick_unused_port()
+    except portpicker.NoFreePortFoundError:
+        raise RuntimeError(
+            "no free port left: every port the system offered is taken or was already handed "
+            "to this process (portpicker never hands one out twice). Shut down servers you no "
+            "longer need, or restart the kernel."
+        ) from None
 
 
 def port_answers(address: str, timeout: float = 0.5) -> bool:

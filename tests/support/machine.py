@@ -9,11 +9,12 @@ import subprocess
 import sys
 import time
 
+from dpkit.plumbing import procs
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port, from dpkit's one port picker (portpicker, as TensorFlow's tests use)."""
+    return procs.free_port()
 
 
 def non_loopback_address() -> str | None:

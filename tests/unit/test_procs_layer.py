@@ -40,3 +40,29 @@ def test_a_flag_without_its_value_is_named_with_the_help_hint(spelling):
     assert f"argument {spelling}: expected one argument" in str(error.value)
     assert other not in str(error.value), "the error names the spelling that was not typed"
     assert "--help" in str(error.value)
+
+
+def test_a_free_port_binds_on_every_interface_and_is_never_handed_out_twice():
+    import socket
+
+    ports = [procs.free_port() for _ in range(20)]
+    assert len(set(ports)) == 20, f"a port was handed out twice: {sorted(ports)}"
+    for port in ports[:3]:
+        # a TF server listens on all interfaces whatever its address says; the OS decides
+        for host, kind in [("127.0.0.1", socket.SOCK_STREAM), ("", socket.SOCK_STREAM)]:
+            with socket.socket(socket.AF_INET, kind) as s:
+                s.bind((host, port))
+                s.listen()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("", port))
+
+
+def test_no_free_port_left_says_what_to_do(monkeypatch):
+    import portpicker
+
+    def none_left():
+        raise portpicker.NoFreePortFoundError()
+
+    monkeypatch.setattr(portpicker, "pick_unused_port", none_left)
+    with pytest.raises(RuntimeError, match="no free port left.*restart the kernel"):
+        procs.free_port()
