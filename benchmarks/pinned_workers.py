@@ -40,9 +40,9 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=4, help="steps per window")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    from dpkit.plumbing import contract
 
+    contract.quiet_tensorflow(os.environ)  # before TensorFlow is imported
     from dpkit import pinned
 
     result = pinned.compare(

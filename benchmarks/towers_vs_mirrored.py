@@ -18,9 +18,10 @@ Fairness: every contender is timed inside one long call after warm-up. The custo
 are timed over ``--steps`` consecutive steps; Keras fit runs ONE ``fit`` call for the whole
 benchmark and a callback reads the clock at the end of the warm-up and at each round's
 boundary, so ``fit``'s per-call set-up (data adapter, iterator, callbacks) is never timed,
-as no contender's set-up is. Each contender lives in a child process of its own; the parent
-drives them in rounds, asking each in turn (order rotated every round) for ``--steps``
-timed steps while the others wait idle. It prints medians, spreads and paired ratios (per
+as no contender's set-up is. Each contender lives in a child process of its own (the program
+``contender``, :mod:`dpkit.programs.contender`); the parent drives them in rounds, asking
+each in turn (order rotated every round) for ``--steps`` timed steps while the others wait
+idle. It prints medians, spreads and paired ratios (per
 round, under the same load on the machine), says plainly whether the targets are met, and
 writes everything as JSON under runs/bench/. Children are always reaped, also on Ctrl-C.
 """
@@ -28,6 +29,7 @@ writes everything as JSON under runs/bench/. Children are always reaped, also on
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -39,129 +41,22 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # dpkit, when run from a checkout
 
-CONTENDERS = (
-    "single device",
-    "dpkit towers",
-    "MirroredStrategy custom loop",
-    "Keras fit + MirroredStrategy",
-)
+#: contender -> the contender program's --strategy
+CONTENDERS = {
+    "single device": "single",
+    "dpkit towers": "towers",
+    "MirroredStrategy custom loop": "mirrored",
+    "Keras fit + MirroredStrategy": "fit",
+}
 REFERENCE = "MirroredStrategy custom loop"
 TARGETS = (  # (contender, over, at least)
     ("dpkit towers", "MirroredStrategy custom loop", 1.25),
     ("dpkit towers", "Keras fit + MirroredStrategy", 1.00),
 )
-WARMUP_CALLS = 3
 
 
-def _next_command() -> str:
-    line = sys.stdin.readline()
-    return line.strip() if line else "quit"
-
-
-def _child(name: str, per_call: int, args) -> int:
-    """Build one contender, warm it up, then answer 'run' with the seconds of one round."""
-    import keras
-    import tensorflow as tf
-
-    from dpkit import bench, data, devices, models
-    from dpkit.plumbing import procs
-    from dpkit.programs import throughput
-
-    procs.watch_parent()
-    setup = devices.setup(args.devices)
-    devs = list(setup.devices)
-    keras.utils.set_random_seed(0)
-    shape = bench.INPUT_SHAPES[args.model]
-    x, y = next(iter(data.synthetic(shape, 10, batch_size=args.batch)))
-    dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
-
-    def build():
-        return models.build(args.model, input_shape=shape)
-
-    # The same warm-up in every child: a few single-device steps of a throwaway model.
-    # A fresh process ran the MirroredStrategy loop up to 1.5x slower than one that had
-    # trained any model before, so every contender starts from that same state.
-    warm_step, _ = throughput.make_step("single", build, devs, dataset, global_batch=args.batch)
-    for _ in range(3):
-        float(warm_step())
-    calls_per_round = args.steps // per_call
-    machine = {
-        "tensorflow": tf.__version__,
-        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads() or "default",
-        "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads() or "default",
-        "devices": devs,
-        "device_case": setup.case,
-    }
-
-    if name == "Keras fit + MirroredStrategy":
-        strategy = tf.distribute.MirroredStrategy(devs)
-        with strategy.scope():
-            model = build()
-            model.compile(
-                optimizer=keras.optimizers.SGD(0.01),
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                steps_per_execution=per_call,
-                jit_compile=False,
-            )
-
-        class RoundClock(keras.callbacks.Callback):
-            """Reads the clock at the end of the warm-up and at every round's boundary."""
-
-            def __init__(self):
-                super().__init__()
-                self.calls, self.start = 0, None
-
-            def on_train_batch_end(self, batch, logs=None):
-                self.calls += 1
-                done = self.calls - WARMUP_CALLS
-                if done < 0 or done % calls_per_round:
-                    return
-                float(logs["loss"])  # waits for the last step
-                if self.start is not None:
-                    procs.record(seconds=time.perf_counter() - self.start)
-                else:
-                    procs.record(ready=name, **machine)
-                if _next_command() != "run":
-                    self.model.stop_training = True
-                    return
-                self.start = time.perf_counter()
-
-        total_calls = WARMUP_CALLS + args.rounds * calls_per_round
-        clock = RoundClock()
-        try:
-            model.fit(
-                dataset,
-                steps_per_epoch=total_calls * per_call,
-                epochs=1,
-                verbose=0,
-                callbacks=[clock],
-            )
-        except Exception as error:  # noqa: BLE001 -- reported, not hidden
-            if clock.start is not None:
-                raise
-            # Keras 3 fit with steps_per_execution > 1 under MirroredStrategy fails in
-            # graph building (keras-team/keras#19246, open); say so instead of timing nothing
-            first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-            procs.record(failed=f"{type(error).__name__}: {first}", **machine)
-        return 0
-
-    kind = {"single device": "single", "dpkit towers": "towers"}.get(name, "mirrored")
-    step, _ = throughput.make_step(
-        kind, build, devs, dataset, global_batch=args.batch, steps_per_call=per_call
-    )
-    for _ in range(WARMUP_CALLS):
-        float(step())  # tracing and first-step costs
-    procs.record(ready=name, **machine)
-    while _next_command() == "run":
-        start = time.perf_counter()
-        for _ in range(calls_per_round):
-            loss = step()
-        float(loss)  # waits for the last step
-        procs.record(seconds=time.perf_counter() - start)
-    return 0
-
-
-def _read(child, what: str) -> dict:
+def _read(child, what: str, kind):
+    """The next record of ``child``, as the contract's ``kind``."""
     from dpkit.plumbing import procs
 
     while True:
@@ -174,7 +69,7 @@ def _read(child, what: str) -> dict:
             )
         record = procs.parse_record(line)
         if record is not None:
-            return record  # anything else is a line some library printed
+            return kind.from_record(record)  # anything else is a line some library printed
 
 
 def _machine() -> dict:
@@ -211,19 +106,12 @@ def main(argv=None) -> int:
         "--per-call", type=int, default=10, help="steps per tf.function call in the second set"
     )
     parser.add_argument("--out", default=None, help="JSON file (default: runs/bench/...)")
-    parser.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
-    parser.add_argument("--child-per-call", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    if args.child:
-        code = _child(args.child, args.child_per_call, args)
-        sys.stdout.flush()
-        os._exit(code)  # skip TensorFlow's teardown
+    from dpkit.plumbing import checks, contract, procs
 
-    from dpkit import bench, models, towers
-    from dpkit.plumbing import checks, procs
+    contract.quiet_tensorflow(os.environ)  # before TensorFlow is imported
+    from dpkit import models, towers
 
     towers.shard_sizes(args.batch, args.devices)  # fail early, with the fix, if it does not divide
     models.build(args.model)  # fail early on an unknown model name
@@ -231,8 +119,8 @@ def main(argv=None) -> int:
         checks.whole(getattr(args, what), f"--{what.replace('_', '-')}", 1, "e.g. 10")
     if args.steps % args.per_call:
         parser.error(f"--steps {args.steps} must be a multiple of --per-call {args.per_call}")
-    if args.model not in bench.INPUT_SHAPES:
-        parser.error(f"--model must be one of {', '.join(bench.INPUT_SHAPES)}")
+    if args.model not in models.INPUT_SHAPES:
+        parser.error(f"--model must be one of {', '.join(models.INPUT_SHAPES)}")
 
     common = ["--devices", str(args.devices), "--batch", str(args.batch), "--model", args.model]
     common += ["--steps", str(args.steps), "--rounds", str(args.rounds)]
@@ -241,21 +129,25 @@ def main(argv=None) -> int:
     children = {}
     try:
         for name, k in keys:  # start them all; each warms up while the others start
-            argv_child = [sys.executable, os.path.abspath(__file__), "--child", name]
-            argv_child += ["--child-per-call", str(k), *common]
+            argv_child = procs.program_argv(
+                "contender", "--strategy", CONTENDERS[name], "--per-call", k, *common
+            )
             children[(name, k)] = procs.Child(
                 argv_child, name=label[(name, k)], lines=queue.Queue(), stdin=True
             )
         print(f"started {len(children)} children; building and warming up ...", flush=True)
-        info = {key: _read(proc, label[key]) for key, proc in children.items()}
-        failed = {key: i["failed"] for key, i in info.items() if "failed" in i}
+        info = {
+            key: _read(proc, label[key], contract.ContenderReady) for key, proc in children.items()
+        }
+        failed = {key: i.failed for key, i in info.items() if i.failed is not None}
         for key, why in failed.items():
             print(f"NOT MEASURED: {label[key]} failed before its first step: {why}", flush=True)
             if key[0] == "Keras fit + MirroredStrategy":
                 print("  (a known Keras 3 bug: keras-team/keras#19246)", flush=True)
             children[key].kill()
         keys = [key for key in keys if key not in failed]
-        machine = {**_machine(), **{k: v for k, v in info[keys[0]].items() if k != "ready"}}
+        ready = dataclasses.asdict(info[keys[0]])
+        machine = {**_machine(), **{k: v for k, v in ready.items() if k not in ("ready", "failed")}}
         print(
             f"machine: {machine['cpu']}, {machine['usable_cores']} usable cores, "
             f"TensorFlow {machine['tensorflow']}, intra-op threads {machine['intra_op_threads']}, "
@@ -269,7 +161,7 @@ def main(argv=None) -> int:
             order = keys[r % len(keys) :] + keys[: r % len(keys)]
             for key in order:
                 children[key].send("run")
-                seconds[key].append(_read(children[key], label[key])["seconds"])
+                seconds[key].append(_read(children[key], label[key], contract.Round).seconds)
             print(f"  round {r + 1}/{args.rounds} done", flush=True)
         for key in keys:
             children[key].send("quit")
@@ -338,7 +230,7 @@ def main(argv=None) -> int:
         json.dump(
             {
                 "machine": machine,
-                "args": {k: v for k, v in vars(args).items() if not k.startswith("child")},
+                "args": vars(args),
                 "examples_per_sec": {label[k]: v for k, v in rate.items()},
                 "seconds": {label[k]: v for k, v in seconds.items()},
                 "targets": verdicts,

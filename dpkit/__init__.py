@@ -49,6 +49,8 @@ Its modules (written by tools/layout.py):
   that reaches the browser.
 * ``plumbing.procs`` (plumbing): the only place that starts a process: process groups, one
   registry reaped at exit, records, kills.
+* ``plumbing.contract`` (plumbing): what crosses the process boundary, written once: record
+  kinds, environment variables, exit codes; parent and child both import it.
 * ``plumbing.checks`` (plumbing): argument checks every module shares; each error names the
   argument, what it got and a good value.
 * ``plumbing.notebook`` (plumbing): whether a notebook front end is attached.

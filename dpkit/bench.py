@@ -27,11 +27,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from dpkit.devices import MAX_DEVICES
-from dpkit.plumbing import checks, procs
+from dpkit.plumbing import checks, contract, procs
 from dpkit.report import DATASETS, MODELS, STRATEGIES, Config, Report, Result  # noqa: F401
-
-#: Example shape each model trains on with synthetic data.
-INPUT_SHAPES = {"lenet5": (28, 28, 1), "mnist_mlp": (28, 28, 1), "cifar10_cnn": (24, 24, 3)}
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,7 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
     result.pid = child.pid
     if on_child is not None:
         on_child(child)
-    status = None
+    status, broken = None, ""
     try:
         yield Event("start", index, total, config, {"pid": child.pid})
         while status is None:
@@ -94,21 +91,17 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
             record = procs.parse_record(line)
             if record is None or "event" not in record:
                 continue  # anything else a library printed
-            kind = record.pop("event")
-            if kind == "ready":
-                result.num_devices = record["num_devices"]
-                result.device_names = record["device_names"]
-                result.device_case = record["device_case"]
-                result.physical_devices = record["physical_devices"]
-                result.flops_per_example = record["flops_per_example"]
-            elif kind == "peak":
-                result.peak_flops_per_sec = record["flops_per_sec"]
-            elif kind == "window":
-                result.window_rates.append(record["examples_per_sec"])
-            elif kind == "summary":
-                for key in ("examples_per_sec", "mean_examples_per_sec", "spread", "sec_per_step"):
-                    setattr(result, key, record[key])
-                continue
+            kind = record["event"]
+            if kind in contract.EVENTS:  # else not the throughput program's: passed on as is
+                try:
+                    message = contract.EVENTS[kind].from_record(record)
+                except contract.RecordError as error:
+                    status, broken = "failed", str(error)
+                    break
+                _keep(result, message)
+                if isinstance(message, contract.ThroughputSummary):
+                    continue
+            record.pop("event")
             yield Event(kind, index, total, config, record)
     finally:
         tail = child.close()  # also on GeneratorExit and KeyboardInterrupt
@@ -119,8 +112,29 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
     elif status == "stopped":
         result.error = "stopped on request."
     elif status == "failed":
-        result.error = tail or f"the child exited with code {child.returncode}."
+        result.error = "\n".join(filter(None, [broken, tail])) or (
+            f"the child exited with code {child.returncode}."
+        )
     yield Event("result", index, total, config, {}, result)
+
+
+def _keep(result: Result, message: contract.Event) -> None:
+    """Copy what ``result`` keeps of one of the throughput program's records."""
+    if isinstance(message, contract.ThroughputReady):
+        result.num_devices = message.num_devices
+        result.device_names = message.device_names
+        result.device_case = message.device_case
+        result.physical_devices = message.physical_devices
+        result.flops_per_example = message.flops_per_example
+    elif isinstance(message, contract.ThroughputPeak):
+        result.peak_flops_per_sec = message.flops_per_sec
+    elif isinstance(message, contract.ThroughputWindow):
+        result.window_rates.append(message.examples_per_sec)
+    elif isinstance(message, contract.ThroughputSummary):
+        result.examples_per_sec = message.examples_per_sec
+        result.mean_examples_per_sec = message.mean_examples_per_sec
+        result.spread = message.spread
+        result.sec_per_step = message.sec_per_step
 
 
 def run(config: Config, *, on_event=None) -> Result:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpkit import gradients, pinned
-from dpkit.plumbing import checks, procs
+from dpkit.plumbing import checks, contract, procs
 
 #: Message sizes :func:`measure` times by default: 4 KB to 16 MB, each 4 times the last.
 DEFAULT_SIZES = tuple(4096 * 4**i for i in range(7))
@@ -327,16 +327,16 @@ def measure(
             argv = procs.program_argv("allreduce", *arguments, "--core", core)
             group.start(name, argv, env={"TF_CONFIG": json.dumps(spec)})
         say(f"started {workers} workers on cores {cores}" + ("" if pin else " (not pinned)"))
-        ready = [group.wait_for(name, "ready") for name in names]
-        say(f"joined the collective (TensorFlow {ready[0]['tensorflow']})")
+        ready = [group.wait_for(name, contract.WorkerReady) for name in names]
+        say(f"joined the collective (TensorFlow {ready[0].tensorflow})")
         for size in sizes:
-            samples = [group.wait_for(name, "size_bytes")["seconds"] for name in names]
+            samples = [group.wait_for(name, contract.AllReduceTimes).seconds for name in names]
             raw.append([max(each) for each in zip(*samples)])  # the slowest worker's sample
             say(f"{format_bytes(size)}: {statistics.median(raw[-1]) * 1e3:.2f} ms")
-        flops = group.wait_for(names[0], "matmul_flops_per_s")["matmul_flops_per_s"]
+        flops = group.wait_for(names[0], contract.MatmulPeak).matmul_flops_per_s
         say(f"matmul on one core: {flops / 1e9:.1f} GFLOP/s")
         for name in names:
-            group.wait_for(name, "done")
+            group.wait_for(name, contract.Done)
         # every worker has reported after its last collective, so nothing is left in
         # flight: stopping them here saves TensorFlow's slow teardown (seconds)
     medians = [statistics.median(samples) for samples in raw]
@@ -351,5 +351,5 @@ def measure(
         matmul_flops_per_s=flops,
         cores=cores,
         pinned=pin,
-        machine={"tensorflow": ready[0]["tensorflow"], "usable_cores": len(pinned.usable_cores())},
+        machine={"tensorflow": ready[0].tensorflow, "usable_cores": len(pinned.usable_cores())},
     )

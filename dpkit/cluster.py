@@ -30,7 +30,7 @@ import time
 import warnings
 
 from dpkit import in_process
-from dpkit.plumbing import checks, procs
+from dpkit.plumbing import checks, contract, procs
 
 MODES = ("process", "in_process")
 
@@ -45,9 +45,6 @@ MAX_TASKS = 16
 #: the variable with ``"use_caller"`` as the default), so setting it is for older TensorFlow
 #: and for anyone whose environment says otherwise: a value already set is left alone.
 GRPC_FAIL_FAST = "use_caller"
-
-#: Exit code of a task child whose port was taken by someone else (the parent retries).
-EXIT_PORT_TAKEN = 5
 
 #: How many times start() picks new ports when one turns out to be taken.
 PORT_ATTEMPTS = 5
@@ -327,16 +324,21 @@ class LocalCluster:
                 child, line = lines.get(timeout=min(remaining, 0.5))
             except queue.Empty:
                 continue
-            if child in waiting and line is None:  # its stdout ended: it exited
+            if child not in waiting:
+                continue
+            if line is None:  # its stdout ended: it exited
                 t, code = waiting.pop(child), child.wait()
-                if code != EXIT_PORT_TAKEN or not retry:
+                if code != contract.Exit.PORT_TAKEN or not retry:
                     raise ClusterNotReadyError(
                         f"task {t} exited with code {code} while starting on {self.addresses[t]} "
-                        f"({EXIT_PORT_TAKEN} means its port is taken); its stderr: "
+                        f"({contract.Exit.PORT_TAKEN:d} means its port is taken); its stderr: "
                         f"{child.tail() or '(empty)'}"
                     )
                 busy.add(t)
-            elif child in waiting and (procs.parse_record(line) or {}).get("ready"):
+                continue
+            record = procs.parse_record(line)
+            if record is not None and contract.ServerReady.key() in record:
+                contract.ServerReady.from_record(record)  # a record of another kind fails here
                 waiting.pop(child)
         return busy
 

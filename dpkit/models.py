@@ -182,6 +182,9 @@ def mnist_mlp(
 
 MODELS = {"lenet5": lenet5, "cifar10_cnn": cifar10_cnn, "mnist_mlp": mnist_mlp}
 
+#: The example shape each model is built for by default (and trains on with synthetic data).
+INPUT_SHAPES = {"lenet5": (28, 28, 1), "cifar10_cnn": (24, 24, 3), "mnist_mlp": (28, 28, 1)}
+
 
 def build(name: str, **kwargs):
     """Build a model by name (used by the command line and the benchmarks).

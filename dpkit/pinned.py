@@ -31,7 +31,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from dpkit import bench
-from dpkit.plumbing import checks, procs
+from dpkit.plumbing import checks, contract, procs
 
 BASELINE = "1 process, 1 thread"
 
@@ -225,8 +225,8 @@ def compare(
         say(f"started {sum(len(t) for t in tasks_of.values())} processes; warming up")
         for name, members in tasks_of.items():
             for task in members:
-                ready = group.wait_for(task, "ready")
-            result.machine.setdefault("tensorflow", ready["tensorflow"])
+                ready = group.wait_for(task, contract.WorkerReady)
+            result.machine.setdefault("tensorflow", ready.tensorflow)
             say(f"  ready: {name} (pid {', '.join(str(group.pids[t]) for t in members)})")
         result.machine["usable_cores"] = len(usable_cores())
         result.seconds = {name: [] for name in names}
@@ -234,15 +234,17 @@ def compare(
             for name, members in tasks_of.items():
                 for task in members:
                     group.send(task, f"run {window_steps}")
-                windows = [group.wait_for(task, "seconds") for task in members]
+                windows = [group.wait_for(task, contract.Timed) for task in members]
                 # the window ends when the slowest worker is done
-                result.seconds[name].append(max(w["seconds"] for w in windows))
+                result.seconds[name].append(max(w.seconds for w in windows))
             rates = ", ".join(f"{name} {result.rates(name)[-1]:,.0f}" for name in names)
             say(f"  round {r + 1}/{rounds}: {rates} examples/sec")
         for name, members in tasks_of.items():
             for task in members:
                 group.send(task, "checksum")
-            result.checksums[name] = [group.wait_for(t, "checksum")["checksum"] for t in members]
+            result.checksums[name] = [
+                group.wait_for(t, contract.Checksum).checksum for t in members
+            ]
             for task in members:
                 group.send(task, "quit")
         group.wait()

@@ -13,12 +13,10 @@ weights from :func:`digits`, :func:`digits_batches` and :func:`softmax_init`.
 
 from __future__ import annotations
 
-from dpkit.plumbing import checks, procs
+from dpkit.plumbing import checks, contract, procs
 
 #: The programs :meth:`Group.start` runs (see :mod:`dpkit.programs`).
 PROGRAMS = ("mwms", "tf1", "task", "pinned")
-#: Set in every child's environment: the ``task`` program sends its results as records too.
-RECORDS_VARIABLE = "DPKIT_RECORDS"
 
 
 #: Raised when a task's process exits with an error (its stderr is in the message).
@@ -57,7 +55,7 @@ class Group(procs.Group):
         """
         checks.one_of(program, PROGRAMS, "program")
         argv = [*(wrap or []), *procs.program_argv(program, *args)]
-        env = {RECORDS_VARIABLE: "1", **(env or {})}
+        env = {contract.RECORDS: "1", **(env or {})}  # the task program: records too
         return super().start(name, argv, env=env, arguments=list(args))
 
 

@@ -15,8 +15,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+from dpkit.plumbing import contract  # noqa: E402 -- after the path, before TensorFlow
+
+contract.quiet_tensorflow(os.environ)
 
 
 def main(argv: list[str]) -> int:

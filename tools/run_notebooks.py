@@ -33,9 +33,10 @@ def execute(path: Path, timeout: int = 600, allow_errors: bool = False) -> tuple
     With ``allow_errors`` a failing cell stores its error and execution goes on
     (the exercise tests use this to see which check cells fail on the stubs).
     """
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    os.environ.setdefault("DPKIT_WIDGETS", "text")  # stored outputs: text, readable anywhere
+    from dpkit.plumbing import contract, notebook
+
+    contract.quiet_tensorflow(os.environ)  # the kernels inherit it
+    os.environ.setdefault(notebook.WIDGETS_ENV, "text")  # stored outputs: text, readable anywhere
     nb = nbio.read(path)
     client = NotebookClient(
         nb,

@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from dpkit import bench, checking, devices, gradients, models, towers
+from dpkit.plumbing import contract
 
 OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
 
@@ -394,4 +395,4 @@ def run(echo=print) -> int:
         f"\nsummary: {counts[OK]} ok, {counts[SKIPPED]} skipped, {counts[FAILED]} FAILED "
         f"in {time.perf_counter() - started:.0f} s"
     )
-    return 1 if counts[FAILED] else 0
+    return contract.Exit.FAILED if counts[FAILED] else contract.Exit.OK

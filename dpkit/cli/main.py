@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+from dpkit.plumbing.contract import Exit, leaving  # the exit codes, written once
 
 
 def program_name() -> str:
@@ -110,7 +110,7 @@ def _devices(args: argparse.Namespace):
 
     def work() -> int:
         print(devices.describe(devices.setup(args.n, gpu_memory_mb=args.gpu_memory_mb)))
-        return EXIT_OK
+        return Exit.OK
 
     return work
 
@@ -152,8 +152,8 @@ def _bench(args: argparse.Namespace):
             if not r.ok:
                 print(f"\n{r.config.devices} device(s) {r.status}:\n{r.error}", file=sys.stderr)
         if interrupted:
-            return EXIT_INTERRUPTED
-        return EXIT_OK if all(r.ok for r in report.results) else EXIT_FAILED
+            return Exit.INTERRUPTED
+        return Exit.OK if all(r.ok for r in report.results) else Exit.FAILED
 
     return work
 
@@ -178,35 +178,32 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     prog = prog or program_name()
     if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, its exit codes
-        from dpkit import programs
         from dpkit.programs import task
 
-        code = task.main(argv[1:], prog=f"{prog} task")
-        if (
-            own_process and not programs.leave_through_barrier
-        ):  # a ps has a gRPC server it cannot stop: never run the teardown
-            sys.stdout.flush()
+        code, barrier = leaving(task.main(argv[1:], prog=f"{prog} task"))
+        if own_process and not barrier:  # a collective worker waits for its peers at exit;
+            sys.stdout.flush()  # a ps has a gRPC server it cannot stop: never run the teardown
             sys.stderr.flush()
             os._exit(code)  # skip TensorFlow's slow and noisy teardown, as every dpkit program does
         return code
     try:
         args = _parser(prog).parse_args(argv)
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed
-        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+        return stop.code if isinstance(stop.code, int) else Exit.USAGE
     where = f"{prog} {args.command}"
     try:
         try:
             work = args.prepare(args)
         except ValueError as err:
             print(f"{where}: error: {err}", file=sys.stderr)
-            return EXIT_USAGE
+            return Exit.USAGE
         return work()
     except (RuntimeError, ValueError) as err:  # the work started: a failure, not a usage error
         print(f"{where}: error: {err}", file=sys.stderr)
-        return EXIT_FAILED
+        return Exit.FAILED
     except KeyboardInterrupt:
         print(f"\n{where}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return Exit.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ TensorBoard) is a :class:`Child`:
   PID), and a dpkit program calls :func:`watch_parent` first, so it exits by itself when
   its parent dies without cleaning up (``kill -9``, a crashed kernel);
 * it talks in lines on stdout: a JSON object is a *record* (:func:`record` writes one,
-  :func:`parse_record` reads one); any other line is a log line;
+  :func:`parse_record` reads one; their kinds are :mod:`dpkit.plumbing.contract`'s); any
+  other line is a log line;
 * its stderr goes to an unlinked temporary file (nothing is left in /tmp, even after a
   crash), whose end :meth:`Child.tail` gives for error messages.
 
@@ -33,32 +34,30 @@ import tempfile
 import threading
 import time
 
-from dpkit.plumbing import checks
+from dpkit.plumbing import checks, contract
 
 #: Characters of a child's stderr quoted in an error message.
 TAIL_CHARS = 3000
-
-#: Set by :func:`child_env` to the starting process's PID, for :func:`watch_parent`.
-PARENT_VARIABLE = "DPKIT_PARENT_PID"
-
-#: Exit code of a child whose parent died (:func:`watch_parent`).
-EXIT_ORPHANED = 3
 
 _live: dict[int, Child] = {}
 _live_lock = threading.Lock()
 
 
 def child_env(extra: dict | None = None) -> dict:
-    """This environment, quiet TensorFlow, unbuffered output, dpkit importable, and ``extra``."""
+    """The environment of every child: this one, quiet TensorFlow
+    (:func:`contract.quiet_tensorflow`), unbuffered output, dpkit importable, this process's
+    PID (:data:`contract.PARENT_PID`), and ``extra`` (which wins).
+
+    Every process dpkit, its tools, benchmarks and tests start gets it: a program, a cluster
+    task, a Jupyter kernel, a ``make`` or ``nbgrader`` run.
+    """
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.environ.get("PYTHONPATH", "")
     return {
-        **os.environ,
-        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"),
-        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "0"),
+        **contract.quiet_tensorflow(dict(os.environ)),
         "PYTHONPATH": root + (os.pathsep + path if path else ""),
         "PYTHONUNBUFFERED": "1",
-        PARENT_VARIABLE: str(os.getpid()),
+        contract.PARENT_PID: str(os.getpid()),
         **(extra or {}),
     }
 
@@ -312,20 +311,26 @@ class Group:
         elif self.echo is not None and line.strip():
             self.echo(f"[{child.name}] {line}")
 
-    def wait_for(self, name: str, key: str, timeout: float | None = None) -> dict:
+    def wait_for(self, name: str, key, timeout: float | None = None):
         """The next record of task ``name`` that holds ``key`` (older ones are skipped).
+
+        ``key`` is a field name (the record comes back as a dict) or a record kind of
+        :mod:`dpkit.plumbing.contract` (it waits for the kind's :meth:`~contract.Record.key`
+        and returns the record as that kind, or raises :class:`contract.RecordError`).
 
         Raises:
             TaskFailedError: the task ended without sending it.
             TimeoutError: it did not come within ``timeout`` (default: the group's).
         """
+        kind = key if isinstance(key, type) and issubclass(key, contract.Record) else None
+        key = kind.key() if kind is not None else key
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             found = self.records[name][self._cursor[name] :]
             for i, record in enumerate(found):
                 if key in record:
                     self._cursor[name] += i + 1
-                    return record
+                    return record if kind is None else kind.from_record(record)
             self._cursor[name] = len(self.records[name])
             if self._ended[name]:
                 self._children[name].wait()
@@ -384,9 +389,15 @@ class Group:
 # ----------------------------------------------------------------------------- records
 
 
-def record(**values) -> None:
-    """In a child: write one record (a JSON object on one line) to stdout, flushed."""
-    print(json.dumps(values), flush=True)
+def record(message: contract.Record) -> None:
+    """In a child: write one record (a JSON object on one line) to stdout, flushed; its kind is
+    one of :mod:`dpkit.plumbing.contract`'s, which its parent reads it back as."""
+    if not isinstance(message, contract.Record):
+        raise TypeError(
+            f"procs.record takes a record kind of dpkit.plumbing.contract, got {message!r}; "
+            "add a kind there (a frozen dataclass) that parent and child both use."
+        )
+    print(json.dumps(message.to_record()), flush=True)
 
 
 def parse_record(line: str) -> dict | None:
@@ -410,13 +421,13 @@ def watch_parent(interval: float = 0.5) -> None:
     The parent's PID comes from :func:`child_env`, not from ``getppid()`` at this moment:
     a parent killed while the child was still starting has already been replaced by init.
     """
-    parent = int(os.environ.get(PARENT_VARIABLE) or os.getppid())
+    parent = int(os.environ.get(contract.PARENT_PID) or os.getppid())
 
     def watch():
         while True:
             time.sleep(interval)
             if os.getppid() != parent:
-                os._exit(EXIT_ORPHANED)
+                os._exit(contract.Exit.ORPHANED)
 
     threading.Thread(target=watch, daemon=True, name="dpkit-watch-parent").start()
 

@@ -16,10 +16,16 @@ program          module                                started by
 ``pinned``       :mod:`dpkit.programs.pinned`          ``pinned.compare`` (lesson 05)
 ``task``         :mod:`dpkit.programs.task`            ``tasks.Group``, ``python -m dpkit task``
 ``allreduce``    :mod:`dpkit.programs.collective`      ``calibrate.measure`` (lesson 09)
+``contender``    :mod:`dpkit.programs.contender`       ``benchmarks/towers_vs_mirrored.py``
 ================ ===================================== =====================================
+
+What crosses the boundary (records, environment variables, exit codes) is
+:mod:`dpkit.plumbing.contract`'s. A program returns its exit code, or
+``contract.ThroughBarrier(code)`` when its process joined a collective.
 """
 
-#: program name -> "module:function"; the function takes the argument list, returns the exit code.
+#: program name -> "module:function"; the function takes the argument list and returns the
+#: exit code (or ``contract.ThroughBarrier``).
 PROGRAMS = {
     "throughput": "dpkit.programs.throughput:main",
     "server": "dpkit.programs.server:main",
@@ -28,11 +34,5 @@ PROGRAMS = {
     "pinned": "dpkit.programs.pinned:main",
     "task": "dpkit.programs.task:main",
     "allreduce": "dpkit.programs.collective:main",
+    "contender": "dpkit.programs.contender:main",
 }
-
-#: Set to True by a program whose process joined a collective (``MultiWorkerMirroredStrategy``):
-#: the router then ends it through Python's and TensorFlow's normal exit, which waits at
-#: TensorFlow's shutdown barrier until every worker is done. ``os._exit`` (what the router
-#: uses otherwise, to skip a slow teardown) could leave while a slower peer is still fetching
-#: this worker's share of the last all-reduce, and that peer's step fails ("Socket closed").
-leave_through_barrier = False

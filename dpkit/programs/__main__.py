@@ -6,12 +6,11 @@ import importlib
 import os
 import sys
 
-from dpkit import programs
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from dpkit.programs import PROGRAMS
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int | contract.ThroughBarrier:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in PROGRAMS:
         print(
@@ -19,16 +18,16 @@ def main(argv: list[str] | None = None) -> int:
             "(started by dpkit itself; see dpkit/programs/__init__.py)",
             file=sys.stderr,
         )
-        return 2
+        return contract.Exit.USAGE
     procs.watch_parent()  # exit when whoever started us dies
     module, _, function = PROGRAMS[argv[0]].partition(":")
     return getattr(importlib.import_module(module), function)(argv[1:])
 
 
 if __name__ == "__main__":
-    code = main()
+    code, barrier = contract.leaving(main())
     sys.stdout.flush()
     sys.stderr.flush()
-    if programs.leave_through_barrier:  # a collective worker waits for its peers
-        sys.exit(code or 0)
-    os._exit(code or 0)  # skip TensorFlow's slow and noisy teardown: everything is reported
+    if barrier:  # a collective worker waits for its peers (contract.ThroughBarrier)
+        sys.exit(code)
+    os._exit(code)  # skip TensorFlow's slow and noisy teardown: everything is reported

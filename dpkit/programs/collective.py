@@ -25,8 +25,7 @@ import json
 import os
 import time
 
-from dpkit import programs
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from dpkit.programs import throughput
 
 #: All-reduces run back to back in one ``tf.function`` call (one trace serves every size).
@@ -49,8 +48,8 @@ def calls_per_sample(size_bytes: int) -> int:
     return max(1, min(MAX_CALLS, SAMPLE_BYTES // (CHAIN * size_bytes)))
 
 
-def main(argv: list[str]) -> int:
-    """One worker; returns 0 after its records (it leaves through TensorFlow's barrier)."""
+def main(argv: list[str]) -> contract.ThroughBarrier:
+    """One worker; returns ``Exit.OK`` after its records, through TensorFlow's barrier."""
     parser = argparse.ArgumentParser(prog="python -m dpkit.programs allreduce")
     parser.add_argument("--sizes", required=True, help="message sizes in bytes, comma-separated")
     parser.add_argument("--repeats", type=int, default=5, help="timed samples per size")
@@ -73,8 +72,11 @@ def main(argv: list[str]) -> int:
     workers = len(spec.get("cluster", {}).get("worker", []))
     index = spec.get("task", {}).get("index", 0)
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    programs.leave_through_barrier = True  # see dpkit/programs/__init__.py
-    procs.record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
+    procs.record(
+        contract.WorkerReady(
+            ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid()
+        )
+    )
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
     def chain(t):
@@ -103,9 +105,11 @@ def main(argv: list[str]) -> int:
             seconds.append((time.perf_counter() - start) / (calls * CHAIN))
         if not (sums == workers).all():  # every worker gave ones: the sum is the count
             raise RuntimeError(f"an all-reduce of ones over {workers} workers gave {sums}")
-        procs.record(size_bytes=size, seconds=seconds, per_sample=calls * CHAIN)
+        procs.record(
+            contract.AllReduceTimes(size_bytes=size, seconds=seconds, per_sample=calls * CHAIN)
+        )
     if index == 0 and args.matmul_size > 0:
         flops = throughput.matmul_peak("/CPU:0", args.matmul_size, args.matmul_seconds)
-        procs.record(matmul_flops_per_s=flops, matmul_size=args.matmul_size)
-    procs.record(done=index)
-    return 0
+        procs.record(contract.MatmulPeak(matmul_flops_per_s=flops, matmul_size=args.matmul_size))
+    procs.record(contract.Done(done=index))
+    return contract.ThroughBarrier(contract.Exit.OK)  # it joined a collective

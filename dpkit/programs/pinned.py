@@ -17,14 +17,14 @@ import os
 import sys
 import time
 
-from dpkit import bench
-from dpkit.plumbing import procs
+from dpkit import models
+from dpkit.plumbing import contract, procs
 
 
 def main(argv: list[str]) -> int:
     """One contender process; returns 0 after ``quit`` (or the end of stdin)."""
     parser = argparse.ArgumentParser(prog="python -m dpkit.programs pinned")
-    parser.add_argument("--model", default="lenet5", choices=bench.MODELS)
+    parser.add_argument("--model", default="lenet5", choices=models.INPUT_SHAPES)
     parser.add_argument("--global_batch", type=int, default=256)
     parser.add_argument("--core", type=int, default=-1, help="pin to this core (-1: do not)")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads")
@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     import keras
     import tensorflow as tf
 
-    from dpkit import data, models
+    from dpkit import data
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     # collectives need a second inter-op thread next to the step that waits for them
@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     else:
         strategy = tf.distribute.get_strategy()  # the default: one device, no all-reduce
     per_worker = args.global_batch // workers
-    shape = bench.INPUT_SHAPES[args.model]
+    shape = models.INPUT_SHAPES[args.model]
     # every process draws the same global batch and keeps its own slice of it
     x, y = next(iter(data.synthetic(shape, 10, batch_size=args.global_batch, seed=args.seed)))
     mine = slice(index * per_worker, (index + 1) * per_worker)
@@ -75,7 +75,11 @@ def main(argv: list[str]) -> int:
 
     for _ in range(args.warmup_steps):
         float(step(x, y))
-    procs.record(ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid())
+    procs.record(
+        contract.WorkerReady(
+            ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid()
+        )
+    )
     for line in sys.stdin:
         command = line.split()
         if command[:1] == ["run"]:
@@ -83,10 +87,10 @@ def main(argv: list[str]) -> int:
             for _ in range(int(command[1])):
                 loss = step(x, y)
             float(loss)  # waits for the last step
-            procs.record(seconds=time.perf_counter() - start, loss=float(loss))
+            procs.record(contract.Timed(seconds=time.perf_counter() - start, loss=float(loss)))
         elif command[:1] == ["checksum"]:
             total = sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in model.weights)
-            procs.record(checksum=total)
+            procs.record(contract.Checksum(checksum=total))
         elif command[:1] == ["quit"]:
             break
-    return 0
+    return contract.Exit.OK

@@ -3,8 +3,8 @@
 ``python -m dpkit.programs server CLUSTER_JSON JOB INDEX [INTER_OP_THREADS]`` starts one
 ``tf.distribute.Server`` for task ``JOB:INDEX`` of the cluster, writes the record
 ``{"ready": "JOB:INDEX"}`` once it listens, and serves until it is killed (or its parent
-dies). It exits with :data:`dpkit.cluster.EXIT_PORT_TAKEN` when its port is taken (the
-parent then picks new ports) and 1 on any other error, which it writes to stderr.
+dies). It exits with ``contract.Exit.PORT_TAKEN`` when its port is taken (the parent then
+picks new ports) and ``Exit.FAILED`` on any other error, which it writes to stderr.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import os
 import sys
 import threading
 
-from dpkit.cluster import EXIT_PORT_TAKEN
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 
 
 def _varint(value: int) -> bytes:
@@ -109,7 +108,8 @@ def main(argv: list[str]) -> int:
         server = start_server(definition)  # noqa: F841 -- serves while referenced
     except Exception as error:  # noqa: BLE001 -- report it and exit
         print(f"task {task}: {error}", file=sys.stderr, flush=True)
-        return EXIT_PORT_TAKEN if "Could not start gRPC server" in str(error) else 1
-    procs.record(ready=task)
+        taken = "Could not start gRPC server" in str(error)
+        return contract.Exit.PORT_TAKEN if taken else contract.Exit.FAILED
+    procs.record(contract.ServerReady(ready=task))
     threading.Event().wait()  # serve until killed
     return 0

@@ -17,22 +17,21 @@ import sys
 import threading
 import time
 
-from dpkit import cluster, launcher, programs, tasks
+from dpkit import cluster, launcher, tasks
 from dpkit.launcher import LaunchError, Task
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
+from dpkit.plumbing.contract import Exit
 from dpkit.programs import server, workers
-
-EXIT_FAILED, EXIT_USAGE = 1, 2  # failed or stalled; bad flags
 
 # ----------------------------------------------------------------------------- logging
 
 
 class Log:
     """Timestamped log lines (prefixed with the task's name unless a Group reads them), and
-    records (JSON lines) when :data:`dpkit.tasks.RECORDS_VARIABLE` is set."""
+    records (JSON lines) when :data:`dpkit.plumbing.contract.RECORDS` is set."""
 
     def __init__(self, task: Task):
-        self.records = bool(os.environ.get(tasks.RECORDS_VARIABLE))
+        self.records = bool(os.environ.get(contract.RECORDS))
         self.prefix = "" if self.records else f"{task.name} "
         self.lock = threading.Lock()
 
@@ -40,10 +39,10 @@ class Log:
         with self.lock:
             print(f"{time.strftime('%H:%M:%S')} {self.prefix}{message}", flush=True)
 
-    def record(self, **values) -> None:
+    def record(self, message: contract.Record) -> None:
         if self.records:
             with self.lock:
-                procs.record(**values)
+                procs.record(message)
 
 
 def watch(task: Task, log: Log):
@@ -62,7 +61,7 @@ def watch(task: Task, log: Log):
                 message = stall_message(task, state["started"], limit)
                 log(message)
                 print(message, file=sys.stderr, flush=True)
-                os._exit(EXIT_FAILED)
+                os._exit(Exit.FAILED)
 
     threading.Thread(target=run, daemon=True, name="dpkit-stall").start()
     return tick
@@ -115,9 +114,9 @@ def serve(task: Task, log: Log) -> int:
         running = server.start_server(definition)  # noqa: F841 -- serves while referenced
     except Exception as error:  # noqa: BLE001 -- the C API's errors: report and exit
         log(f"could not start the server at {task.address}: {error}")
-        return EXIT_FAILED
+        return Exit.FAILED
     log(f"serving at {task.address} ({'variables' if task.job == 'ps' else 'steps'} for the chief)")
-    return 0 if wait_for_chief(task, log, task.start_timeout) else EXIT_FAILED
+    return Exit.OK if wait_for_chief(task, log, task.start_timeout) else Exit.FAILED
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -127,7 +126,10 @@ class Flavour:
     """What one flavour does at each point of :func:`train` (TF2 defaults, TF1 overrides).
     Each adds ``begin(stack)``: set up (and log how; ``stack`` closes what must be closed),
     return the first global step; and ``advance(step)``: train on from global step ``step``,
-    return the new global step and the last loss."""
+    return the new global step and the last loss. A ``collective`` flavour's process joined
+    a collective, and leaves through TensorFlow's barrier (``contract.ThroughBarrier``)."""
+
+    collective = False
 
     def __init__(self, task: Task, log: Log):
         self.task, self.log = task, log
@@ -143,7 +145,7 @@ class Flavour:
             return
         rate = (step - first) / max(seconds, 1e-9)
         self.log(f"step {step}/{self.task.train_steps} loss {loss:.4f} ({rate:.0f} steps/s)")
-        self.log.record(step=step, loss=loss)
+        self.log.record(contract.TaskProgress(step=step, loss=loss))
         if self.writer is not None:
             import tensorflow as tf
 
@@ -165,7 +167,9 @@ class Flavour:
         last = f"last loss {loss:.4f}" if loss == loss else "no step left to train"  # nan: none
         self.log(f"done: global step {step}, {last}, test accuracy {acc:.3f}")
         self.log.record(
-            done=True, global_step=step, loss=loss, accuracy=acc, logdir=self.task.logdir
+            contract.TaskDone(
+                done=True, global_step=step, loss=loss, accuracy=acc, logdir=self.task.logdir
+            )
         )
 
     def variables(self, strategy, directory: str) -> float:
@@ -193,7 +197,7 @@ class Flavour:
 CHIEF_SEEN_S = 1.0  # the chief answers at least this long after it starts training
 
 
-def train(tick, flavour: Flavour) -> int:
+def train(tick, flavour: Flavour) -> int | contract.ThroughBarrier:
     """The training loop of every flavour: step, show progress, save, and at the end finish."""
     with contextlib.ExitStack() as stack:
         step = flavour.begin(stack)  # the chief's port answers from here on
@@ -210,7 +214,7 @@ def train(tick, flavour: Flavour) -> int:
         # as long as its process): a chief with nothing left to train, rerun on a finished
         # checkpoint, would otherwise come and go between two of their polls
         time.sleep(max(0.0, CHIEF_SEEN_S - (time.perf_counter() - started)))
-    return 0
+    return contract.ThroughBarrier(Exit.OK) if flavour.collective else Exit.OK
 
 
 # ----------------------------------------------------------------------------- the flavours
@@ -260,13 +264,14 @@ class PSStrategy(Flavour):
 class Mirrored(Flavour):
     """A worker (or the chief) of a ``MultiWorkerMirroredStrategy`` cluster."""
 
+    collective = True
+
     def begin(self, stack: contextlib.ExitStack) -> int:
         task = self.task
         os.environ["TF_CONFIG"] = task.tf_config()
         import tensorflow as tf
 
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        programs.leave_through_barrier = True
         members = ["chief:0"] if task.cluster.get("chief") else []
         members += [f"worker:{i}" for i in range(task.num_workers)]
         rank, size = members.index(task.name), len(members)
@@ -387,7 +392,7 @@ class TF1(Flavour):
             f"global step {step}/{self.task.train_steps} loss {loss:.4f} "
             f"({self.mine} steps here, {rate:.0f}/s)"
         )
-        self.log.record(step=step, loss=loss, mine=self.mine)
+        self.log.record(contract.TaskProgress(step=step, loss=loss, mine=self.mine))
 
     def save(self, step: int) -> None:
         pass  # the chief's session saves every --checkpoint-every steps
@@ -403,14 +408,14 @@ class TF1(Flavour):
 
     def report_worker(self) -> None:
         self.log(f"done: {self.mine} steps here; last global step seen {self.step}")
-        self.log.record(done=True, global_step=self.step, mine=self.mine)
+        self.log.record(contract.TaskDone(done=True, global_step=self.step, mine=self.mine))
 
     def leave_with_chief(self) -> None:
         """A worker that is not the chief ends when the chief has gone (started once the
         session exists: the chief was up, it initialised the variables)."""
         wait_for_chief(self.task, self.log)
         self.report_worker()  # flushed
-        os._exit(0)
+        os._exit(Exit.OK)
 
 
 # ----------------------------------------------------------------------------- main
@@ -418,8 +423,9 @@ class TF1(Flavour):
 FLAVOURS = {"ps_strategy": PSStrategy, "mirrored": Mirrored, "tf1": TF1}
 
 
-def run(task: Task) -> int:
-    """Run the task; return its exit code (0 done, 1 failed or stalled)."""
+def run(task: Task) -> int | contract.ThroughBarrier:
+    """Run the task; return its exit code (``Exit.OK`` done, ``Exit.FAILED`` failed or
+    stalled), as a ``contract.ThroughBarrier`` if it joined a collective."""
     log = Log(task)
     for note in task.notes:
         log(f"note: {note}")
@@ -435,17 +441,19 @@ def run(task: Task) -> int:
             cluster.probe(task.peers(), timeout=task.start_timeout)
         except cluster.ClusterNotReadyError as error:
             log(f"cannot start: {error}")
-            return EXIT_FAILED
+            return Exit.FAILED
     return train(tick, FLAVOURS[task.flavour](task, log))
 
 
-def main(argv: list[str], environ=None, prog: str = "python -m dpkit task") -> int:
+def main(
+    argv: list[str], environ=None, prog: str = "python -m dpkit task"
+) -> int | contract.ThroughBarrier:
     """``python -m dpkit task ARGS``: 0 done, 1 failed or stalled, 2 bad flags (``--help``: 0)."""
     try:
         task = launcher.parse(argv, environ, prog=prog)
     except LaunchError as error:
         print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     except SystemExit as done:  # --help
         return done.code or 0
     return run(task)

@@ -2,12 +2,12 @@
 
 Started by :func:`dpkit.bench.run` and :class:`dpkit.bench.Sweep` (lesson 05) as
 ``python -m dpkit.programs throughput --config JSON``. It sets up the devices, builds the
-model and a training step (:func:`make_step`), trains, and writes ``procs.record`` lines
-with an ``"event"`` key: ``ready`` (devices set up, model built), ``peak`` (the matmul peak
-of :func:`matmul_peak`, if asked for), one ``window`` per measurement window of
-:class:`dpkit.meter.ThroughputMeter`, and its ``summary`` at the end (the fields are those
-:class:`dpkit.bench.Result` keeps). Exit code 0 after the summary; 4 if the loss stopped
-being finite.
+model and a training step (:func:`make_step`), trains, and writes the records of
+:mod:`dpkit.plumbing.contract`: ``ThroughputReady`` (devices set up, model built),
+``ThroughputPeak`` (the matmul peak of :func:`matmul_peak`, if asked for), one
+``ThroughputWindow`` per measurement window of :class:`dpkit.meter.ThroughputMeter`, and its
+``ThroughputSummary`` at the end. Exit code ``Exit.OK`` after the summary; ``Exit.DIVERGED``
+if the loss stopped being finite.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import time
 
 from dpkit import bench
-from dpkit.plumbing import checks, procs
+from dpkit.plumbing import checks, contract, procs
 
 
 def matmul_peak(device: str, size: int | None = None, seconds: float = 1.0) -> float:
@@ -161,7 +161,7 @@ def run(config: bench.Config) -> int:
     keras.utils.set_random_seed(config.seed)
     batch = config.global_batch
     if config.dataset == "synthetic":
-        shape = bench.INPUT_SHAPES[config.model]
+        shape = models.INPUT_SHAPES[config.model]
         dataset = data.synthetic(shape, 10, batch_size=batch, seed=config.seed)
     else:
         arrays = data.load(config.dataset, seed=config.seed, download=False)
@@ -173,15 +173,16 @@ def run(config: bench.Config) -> int:
     step, model = make_step(config.strategy, build, devs, dataset, global_batch=batch)
 
     procs.record(
-        event="ready",
-        num_devices=setup.num_devices,
-        device_names=devs,
-        device_case=setup.case,
-        physical_devices=len(setup.physical),
-        flops_per_example=models.flops_per_example(model, training=True),
+        contract.ThroughputReady(
+            num_devices=setup.num_devices,
+            device_names=devs,
+            device_case=setup.case,
+            physical_devices=len(setup.physical),
+            flops_per_example=models.flops_per_example(model, training=True),
+        )
     )
     if config.measure_peak:
-        procs.record(event="peak", flops_per_sec=matmul_peak(devs[0]))
+        procs.record(contract.ThroughputPeak(flops_per_sec=matmul_peak(devs[0])))
     m = meter.ThroughputMeter(
         batch, warmup_steps=config.warmup_steps, window_steps=config.window_steps
     )
@@ -193,20 +194,21 @@ def run(config: bench.Config) -> int:
                 f"the loss became {loss}; throughput of a diverged run means nothing.",
                 file=sys.stderr,
             )
-            return 4
+            return contract.Exit.DIVERGED
         window = m.tick()
         if window is not None:
             procs.record(
-                event="window",
-                index=window.index,
-                step=m.steps,
-                of_steps=config.steps,
-                examples_per_sec=window.examples_per_sec,
-                sec_per_step=window.sec_per_step,
-                loss=loss,
+                contract.ThroughputWindow(
+                    index=window.index,
+                    step=m.steps,
+                    of_steps=config.steps,
+                    examples_per_sec=window.examples_per_sec,
+                    sec_per_step=window.sec_per_step,
+                    loss=loss,
+                )
             )
-    procs.record(event="summary", **m.summary().as_dict())
-    return 0
+    procs.record(contract.ThroughputSummary(**m.summary().as_dict()))
+    return contract.Exit.OK
 
 
 def main(argv: list[str]) -> int:

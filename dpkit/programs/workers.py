@@ -16,8 +16,8 @@ import sys
 import threading
 import time
 
-from dpkit import programs, tasks
-from dpkit.plumbing import procs
+from dpkit import tasks
+from dpkit.plumbing import contract, procs
 
 # ----------------------------------------------------------------------------- shared pieces
 
@@ -205,7 +205,7 @@ def batches(x, y, batch: int, seed: int):
 # ----------------------------------------------------------------------------- the programs
 
 
-def mwms_main(argv: list[str]) -> int:
+def mwms_main(argv: list[str]) -> int | contract.ThroughBarrier:
     """``mwms --out FILE [--steps --global_batch --lr --seed]``, with ``TF_CONFIG`` set.
 
     Worker ``w`` trains on its slice of every global batch (so the run equals one device on the
@@ -224,12 +224,12 @@ def mwms_main(argv: list[str]) -> int:
     config = json.loads(os.environ.get("TF_CONFIG") or "{}")
     if "task" not in config:
         print("the mwms program needs TF_CONFIG with a cluster and a task", file=sys.stderr)
-        return 1
+        return contract.Exit.USAGE
     workers, index = len(config["cluster"]["worker"]), config["task"]["index"]
     batch = args.global_batch
     if batch % workers:
         print(f"global batch {batch} does not split over {workers} workers", file=sys.stderr)
-        return 1
+        return contract.Exit.USAGE
     import numpy as np
     import tensorflow as tf
 
@@ -239,7 +239,6 @@ def mwms_main(argv: list[str]) -> int:
     x, y = x[:, mine], y[:, mine]  # this worker's slice of every global batch
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    programs.leave_through_barrier = True
     print(f"joined the collective as worker {index} of {workers}", flush=True)
     w0, b0 = tasks.softmax_init(x.shape[-1], 10, args.seed)
     with strategy.scope():
@@ -248,12 +247,14 @@ def mwms_main(argv: list[str]) -> int:
     started = time.perf_counter()
     for i in range(args.steps):
         loss = float(step(tf.constant(x[i]), tf.constant(y[i])))
-        procs.record(step=i, loss=loss, seconds=time.perf_counter() - started)
+        procs.record(
+            contract.MirroredStep(step=i, loss=loss, seconds=time.perf_counter() - started)
+        )
         if (i + 1) % max(1, args.steps // 4) == 0:
             print(f"step {i + 1}/{args.steps} loss {loss:.4f}", flush=True)
     np.savez(args.out, w=w.numpy(), b=b.numpy())
-    procs.record(done=args.steps, out=args.out)
-    return 0
+    procs.record(contract.Saved(done=args.steps, out=args.out))
+    return contract.ThroughBarrier(contract.Exit.OK)  # it joined a collective
 
 
 def tf1_main(argv: list[str]) -> int:
@@ -286,11 +287,11 @@ def tf1_main(argv: list[str]) -> int:
     # round is applied (the default hands out one round of tokens up front)
     hooks = [opt.make_session_run_hook(is_chief=chief, num_tokens=0)] if args.sync else []
     with tf1_session("grpc://" + spec["worker"][index], index, chief, hooks) as sess:
-        procs.record(ready=index, placement=placement)
+        procs.record(contract.Placed(ready=index, placement=placement))
         for step in range(args.steps):
             sys.stdin.readline()  # Group.send: the caller steps the workers together
             sess.run(train_op)
-            procs.record(stepped=step)
+            procs.record(contract.Stepped(stepped=step))
         sys.stdin.readline()
-        procs.record(global_step=int(sess.run(global_step)))
-    return 0
+        procs.record(contract.GlobalStep(global_step=int(sess.run(global_step))))
+    return contract.Exit.OK

@@ -9,13 +9,13 @@ before any work, naming what is allowed.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from dpkit.plumbing import procs
 from tests.support.notebooks import ROOT, nbio
 
 PAPERMILL = Path(sys.executable).parent / "papermill"
@@ -52,13 +52,7 @@ RUNS = [
 def papermill(notebook: str, args: list[str], tmp_path: Path):
     path = ROOT / notebook
     out = tmp_path / path.name
-    env = {
-        **os.environ,
-        "DPKIT_WIDGETS": "text",
-        "DPKIT_RUNS": str(tmp_path / "runs"),
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "TF_ENABLE_ONEDNN_OPTS": "0",
-    }
+    env = procs.child_env({"DPKIT_WIDGETS": "text", "DPKIT_RUNS": str(tmp_path / "runs")})
     command = [str(PAPERMILL), str(path), str(out), *args, "--cwd", str(path.parent)]
     done = subprocess.run(
         [*command, "--no-progress-bar", "--execution-timeout", "900"],

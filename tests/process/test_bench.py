@@ -19,10 +19,6 @@ from tests.support.childproc import ROOT
 TINY = dict(model="mnist_mlp", batch=64, warmup_steps=1, window_steps=2, windows=2)
 
 
-def _env():
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
-
-
 # --- bad input: a clear error, and no child started ----------------------------------------
 
 
@@ -31,7 +27,7 @@ def test_command_line_refuses_bad_input_without_starting_anything():
         [sys.executable, "-m", "dpkit", "bench", "--devices", "1", "2", "--batch", "255"],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=procs.child_env(),
         cwd=ROOT,
         timeout=60,
     )
@@ -45,7 +41,7 @@ def test_every_command_has_help(command):
         [sys.executable, "-m", "dpkit", *command, "--help"],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=procs.child_env(),
         cwd=ROOT,
         timeout=60,
     )
@@ -65,7 +61,7 @@ def test_command_line_sweep_of_1_2_4_devices_reports_those_counts(tmp_path):
         [sys.executable, "-m", "dpkit", "bench", "--devices", "1", "2", "4", *args, "--out", out],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=procs.child_env(),
         cwd=ROOT,
         timeout=300,
     )
@@ -130,6 +126,21 @@ def test_a_crashed_child_is_reported_with_the_end_of_its_stderr():
     assert machine.gone(result.pid)
 
 
+def test_a_child_whose_record_breaks_the_contract_fails_naming_the_field():
+    sweep = bench.Sweep([1], **TINY)
+    sweep._argv = _fake_child(
+        """
+        import json, time
+        print(json.dumps({"event": "window", "index": 0, "step": 2, "of_steps": 4}), flush=True)
+        time.sleep(600)
+        """
+    )
+    (result,) = sweep.run().results
+    assert result.status == "failed"
+    assert "missing ['examples_per_sec', 'sec_per_step', 'loss']" in result.error
+    assert machine.gone(result.pid)
+
+
 def test_stop_from_another_thread_kills_the_child_and_starts_no_more():
     sweep = bench.Sweep([1, 2], **TINY)
     started = []
@@ -165,7 +176,7 @@ def test_an_interrupted_or_killed_sweep_leaves_no_child(how):
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env=_env(),
+        env=procs.child_env(),
         cwd=ROOT,
     )
     child = None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import subprocess
 import sys
+
+from dpkit.plumbing import procs
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMMANDS = ("devices", "bench", "task", "doctor")
@@ -23,7 +24,7 @@ def test_python_m_dpkit_help():
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=procs.child_env(),
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr

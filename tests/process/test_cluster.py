@@ -105,7 +105,7 @@ def test_an_interrupted_or_killed_parent_leaves_no_task(how):
         stderr=subprocess.DEVNULL,
         text=True,
         cwd=childproc.ROOT,
-        env={**os.environ, "PYTHONPATH": str(childproc.ROOT)},
+        env=procs.child_env(),
     )
     pids = []
     try:
@@ -471,7 +471,7 @@ def test_a_cell_timeout_under_nbval_leaves_no_task(tmp_path):
         text=True,
         timeout=300,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(childproc.ROOT)},
+        env=procs.child_env(),
     )
     assert proc.returncode != 0 and "Timeout" in proc.stdout + proc.stderr, proc.stdout[-2000:]
     pids = json.loads(pids_file.read_text())

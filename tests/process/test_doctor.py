@@ -8,7 +8,6 @@ with fakes and hand-made arrays, without starting TensorFlow's runtime.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import sys
 import pytest
 
 from dpkit.cli import doctor
+from dpkit.plumbing import procs
 from tests.support import childproc
 
 CHECK = re.compile(r"^  (ok|FAILED|skipped) +([a-e])\. ([^:]+): (.*)$", re.MULTILINE)
@@ -38,14 +38,12 @@ def _section(text: str, head: str) -> str:
 
 @pytest.fixture(scope="module")
 def report():
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
-    env["PYTHONPATH"] = str(childproc.ROOT)
     proc = subprocess.run(  # subprocess.run reaps the child, also on the timeout
         [sys.executable, "-m", "dpkit", "doctor"],
         capture_output=True,
         text=True,
         cwd=childproc.ROOT,
-        env=env,
+        env=procs.child_env(),
         timeout=180,
     )
     return proc

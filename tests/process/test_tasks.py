@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpkit import checking, tasks
+from dpkit.plumbing import procs
 from tests.support import childproc, machine
 
 
@@ -112,7 +112,7 @@ def test_a_task_dies_with_the_process_that_started_it():
         stdout=subprocess.PIPE,
         text=True,
         cwd=childproc.ROOT,
-        env={**os.environ, "PYTHONPATH": str(childproc.ROOT)},
+        env=procs.child_env(),
     )
     try:
         pid = json.loads(parent.stdout.readline())["worker:1"]

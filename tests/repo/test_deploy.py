@@ -23,11 +23,12 @@ import pytest
 import yaml
 
 from dpkit import launcher
+from dpkit.plumbing import contract
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 TASK_COMMAND = ["python", "-m", "dpkit", "task"]
 TASK_FLAGS = ("--job_name", "--task_index", "--ps_hosts", "--worker_hosts", "--chief_hosts")
-QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+QUIET_TF = contract.QUIET_TENSORFLOW  # what every dpkit child gets (procs.child_env)
 # Kubeflow's training operator (kubeflow.org/v1): the container it configures, and the
 # port it puts in TF_CONFIG (TFJobDefaultContainerName, TFJobDefaultPortName).
 OPERATOR_CONTAINER = "tensorflow"

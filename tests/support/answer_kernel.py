@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nbclient import NotebookClient
 
+from dpkit.plumbing import contract, notebook
 from tests.support.notebooks import make_exercises, nbio
 from tests.wrong_answers.base import Wrong
 
@@ -59,9 +60,8 @@ class AnswerKernel:
     """One solution notebook executed in a kernel that stays up for more answers."""
 
     def __init__(self, path: Path, timeout: int = 600):
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-        os.environ.setdefault("DPKIT_WIDGETS", "text")
+        contract.quiet_tensorflow(os.environ)  # the kernel inherits it
+        os.environ.setdefault(notebook.WIDGETS_ENV, "text")
         self.path = path
         self.nb = nbio.read(path)
         self.answers = [

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+from dpkit.plumbing import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,12 +18,7 @@ def run(code: str, timeout: float = 180) -> dict:
 
     The child is killed if it outlives ``timeout`` (subprocess.run reaps it).
     """
-    env = {
-        **os.environ,
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "TF_ENABLE_ONEDNN_OPTS": "0",
-        "PYTHONPATH": str(ROOT),
-    }
+    env = procs.child_env()
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,

@@ -9,11 +9,12 @@ plays the browser's part over jupyter_client, with no browser.
 
 from __future__ import annotations
 
-import os
 import queue
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from dpkit.plumbing import notebook, procs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,14 +38,9 @@ class Frontend:
     def __init__(self, env: dict | None = None):
         from jupyter_client.manager import start_new_kernel
 
-        kernel_env = {
-            **os.environ,
-            "TF_CPP_MIN_LOG_LEVEL": "3",
-            "TF_ENABLE_ONEDNN_OPTS": "0",
-            "PYTHONPATH": str(ROOT),
-            **(env or {}),
-        }
-        kernel_env.pop("DPKIT_WIDGETS", None) if "DPKIT_WIDGETS" not in (env or {}) else None
+        kernel_env = procs.child_env(env)
+        if notebook.WIDGETS_ENV not in (env or {}):  # a frontend is attached: real widgets
+            kernel_env.pop(notebook.WIDGETS_ENV, None)
         self.km, self.kc = start_new_kernel(
             kernel_name="python3", env=kernel_env, cwd=str(ROOT), startup_timeout=60
         )

@@ -14,11 +14,12 @@ nothing to compare, on either side.
 
 import os
 
+from dpkit.plumbing import contract, notebook
+
 # Kernels started by nbval inherit these: quiet TensorFlow, reproducible CPU maths.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+contract.quiet_tensorflow(os.environ)
 # Nobody watches these kernels: dpkit.views.widgets prints text instead of widgets.
-os.environ.setdefault("DPKIT_WIDGETS", "text")
+os.environ.setdefault(notebook.WIDGETS_ENV, "text")
 
 #: Output keys nbval must not compare, on top of its own list.
 SKIP_COMPARE = ("stderr",)

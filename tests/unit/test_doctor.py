@@ -8,10 +8,7 @@ with fakes and hand-made arrays, without starting TensorFlow's runtime.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +16,6 @@ import pytest
 from dpkit import devices
 from dpkit.cli import doctor
 from dpkit.cli import main as cli
-from tests.support import childproc
 
 CHECK = re.compile(r"^  (ok|FAILED|skipped) +([a-e])\. ([^:]+): (.*)$", re.MULTILINE)
 
@@ -29,21 +25,6 @@ def _checks(text: str) -> dict[str, tuple[str, str]]:
     found = CHECK.findall(text)
     assert len({letter for _, letter, _, _ in found}) == len(found), found  # one line each
     return {letter: (status, detail) for status, letter, _, detail in found}
-
-
-@pytest.fixture(scope="module")
-def report():
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
-    env["PYTHONPATH"] = str(childproc.ROOT)
-    proc = subprocess.run(  # subprocess.run reaps the child, also on the timeout
-        [sys.executable, "-m", "dpkit", "doctor"],
-        capture_output=True,
-        text=True,
-        cwd=childproc.ROOT,
-        env=env,
-        timeout=180,
-    )
-    return proc
 
 
 def test_the_report_shows_the_build():

@@ -15,6 +15,12 @@ def test_models_produce_logits_of_the_right_shape(name):
     assert model(x).shape == (3, 10)
 
 
+def test_input_shapes_are_what_each_model_is_built_for():
+    assert sorted(models.INPUT_SHAPES) == sorted(models.MODELS)
+    for name, shape in models.INPUT_SHAPES.items():
+        assert tuple(models.build(name).input_shape[1:]) == shape, name
+
+
 @pytest.mark.parametrize("name", sorted(models.MODELS))
 def test_param_count_agrees_with_keras(name):
     model = models.build(name)
