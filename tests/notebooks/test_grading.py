@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from nbgrader import api as nbgrader_api  # the grade extra: pip install -e '.[grade]'
 
+from dpkit.plumbing import procs
 from tests.support.notebooks import ROOT, SOLUTIONS, nbio
 from tests.wrong_answers import TABLES
 
@@ -43,14 +44,9 @@ ASSIGNMENT = "dpkit"  # one assignment holding every exercise notebook
 
 def nbgrader(course: Path, *args: str) -> str:
     """Run one nbgrader command in `course`; fail with its output if it fails."""
-    env = {
-        **os.environ,
-        # nbgrader runs alembic (its database migrations) by name: find it next to python.
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "TF_ENABLE_ONEDNN_OPTS": "0",
-        "DPKIT_WIDGETS": "text",
-    }
+    # nbgrader runs alembic (its database migrations) by name: find it next to python.
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = procs.child_env({"PATH": path, "DPKIT_WIDGETS": "text"})
     done = subprocess.run(
         [sys.executable, "-m", "nbgrader", *args],
         cwd=course,

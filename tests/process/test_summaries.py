@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 from dpkit import checking, summaries
+from dpkit.plumbing import procs
 from tests.support import childproc, machine
 
 SCALAR_STEPS = [0, 3, 7]
@@ -185,7 +186,7 @@ time.sleep(600)
 @pytest.mark.skipif(os.name != "posix", reason="checks processes through POSIX process groups")
 def test_tensorboard_ends_when_its_parent_is_killed(known_run):
     run, _ = known_run
-    env = {**os.environ, "PYTHONPATH": str(childproc.ROOT)}
+    env = procs.child_env()
     parent = subprocess.Popen(
         [sys.executable, "-c", LAUNCHER, str(run.dir)],
         stdout=subprocess.PIPE,
