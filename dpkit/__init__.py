@@ -11,13 +11,13 @@ and pyproject.toml's ``[tool.dpkit.layout]`` is where they are written.
 
 Its modules (written by tools/layout.py):
 
-* ``devices`` (lesson 00): one device-setup mechanism for CPU, one GPU, many GPUs.
+* ``devices`` (lesson 00): device setup for CPU, one GPU or many GPUs; the device-count rule.
 * ``data`` (lesson 01): offline digits, synthetic batches.
-* ``models`` (lesson 01): LeNet-5, MLP, CIFAR-10 CNN with their FLOPs.
-* ``towers`` (lesson 02): split a batch, tower gradients, the tower train step, make_parallel.
+* ``models`` (lesson 01): LeNet-5, MLP, CIFAR-10 CNN with their FLOPs; the one-device step.
+* ``towers`` (lesson 02): split batches, tower gradients, tower/mirrored steps, make_parallel.
 * ``gradients`` (lesson 03): averaging gradients three ways, ring all-reduce, the bandwidth
   model.
-* ``compat`` (lesson 02): the same ideas as TF1 graph code under tf.compat.v1.
+* ``compat`` (lesson 02): the same ideas in TF1 graph code, between-graph workers too.
 * ``meter`` (lesson 01): examples/sec with warm-up, windows, median and spread; OtherLoad, how
   busy other programs kept the machine.
 * ``bench`` (lesson 05): throughput runs and sweeps, one child process per device count.
@@ -29,7 +29,7 @@ Its modules (written by tools/layout.py):
 * ``cluster`` (lesson 07): local ps/worker clusters that are always torn down.
 * ``in_process`` (no lesson imports it): the servers and coordinators TensorFlow starts in this
   process and cannot stop.
-* ``tasks`` (lesson 07): one child process per task of a local cluster, in records.
+* ``tasks`` (lesson 07): a process per task of a local cluster, in records; the softmax steps.
 * ``launcher`` (lesson 08): reading and checking one task of a real cluster, from flags or
   TF_CONFIG.
 * ``scaling`` (lesson 09): the cost model of a step: alpha-beta exchange, ring and parameter-
@@ -51,8 +51,8 @@ Its modules (written by tools/layout.py):
   registry reaped at exit, records, kills.
 * ``plumbing.contract`` (plumbing): what crosses the process boundary, written once: record
   kinds, environment variables, exit codes; parent and child both import it.
-* ``plumbing.checks`` (plumbing): argument checks every module shares; each error names the
-  argument, what it got and a good value.
+* ``plumbing.checks`` (plumbing): argument checks every module shares (ranges, even splits);
+  each error names the argument, what it got and a good value.
 * ``plumbing.notebook`` (plumbing): whether a notebook front end is attached.
 * ``cli.main`` (cli): the command line's one router: devices, bench, task, doctor.
 * ``cli.doctor`` (cli): python -m dpkit doctor: the build, the GPUs, real checks of this

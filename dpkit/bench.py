@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from dpkit.devices import MAX_DEVICES
+from dpkit import devices
 from dpkit.plumbing import checks, contract, procs
 from dpkit.report import DATASETS, MODELS, STRATEGIES, Config, Report, Result  # noqa: F401
 
@@ -189,13 +189,9 @@ def _device_counts(counts) -> list[int]:
     counts = [counts] if isinstance(counts, numbers.Integral) else list(counts)
     if not counts:
         raise ValueError("device_counts is empty; pass e.g. [1, 2, 4].")
-    for n in counts:
-        if not checks.is_whole(n) or not 1 <= n <= MAX_DEVICES:
-            raise ValueError(
-                f"device counts must be whole numbers from 1 to {MAX_DEVICES}, got "
-                f"{n!r} in {counts}; e.g. [1, 2, 4]."
-            )
-    checked = [int(n) for n in counts]
+    checked = [
+        devices.count(n, f"every device count in {counts}", "e.g. [1, 2, 4]") for n in counts
+    ]
     if len(set(checked)) != len(checked):
         raise ValueError(
             f"device_counts {checked} repeats a count; list each once, e.g. [1, 2, 4]."

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from dpkit import models
+from dpkit.plumbing import checks
 from dpkit.scaling import Hardware, Link, ModelCard, gbit
 
 #: name -> (Keras application class name or None, input size, what it is)
@@ -71,8 +72,7 @@ def alexnet(input_size: int = 227, num_classes: int = 1000):
 
 def build(name: str):
     """The Keras model behind a card (random weights, nothing downloaded)."""
-    if name not in MODEL_NAMES:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}.")
+    checks.one_of(name, MODEL_NAMES, "model")
     if name in models.MODELS:
         return models.build(name)
     application, size, _ = PUBLISHED_MODELS[name]
@@ -120,8 +120,7 @@ def model_card(name: str) -> ModelCard:
     Raises:
         ValueError: an unknown name (the message lists the known ones).
     """
-    if name not in MODEL_NAMES:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}.")
+    checks.one_of(name, MODEL_NAMES, "model")
     if name in models.MODELS:
         return count(name)
     stored = json.loads(CARDS_FILE.read_text())

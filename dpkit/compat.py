@@ -9,6 +9,8 @@ graph of its own, so it does not disturb the notebook's eager TF2 code.
   ``tf.split``, one tower per device under ``name_scope("tower_i")``, the variables
   shared through ``variable_scope`` reuse and pinned to a parameter device (the
   CPU), the towers' gradients averaged there and applied once.
+* :func:`worker_graph`: one worker's graph under between-graph replication (lesson 07):
+  variables on the ps tasks, plain or ``SyncReplicasOptimizer`` SGD.
 """
 
 from __future__ import annotations
@@ -110,8 +112,7 @@ class TowerTrainer:
 
         devices = checks.device_list(devices)
         towers.shard_sizes(global_batch_size, len(devices))  # raises if it does not divide
-        if optimizer not in ("sgd", "adam"):
-            raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}.")
+        checks.one_of(optimizer, ("sgd", "adam"), "optimizer")
         v1 = tf.compat.v1
         model_fn = model_fn or lenet5_tf1
         self.devices = devices
@@ -171,3 +172,31 @@ class TowerTrainer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def worker_graph(cluster: dict, index: int, model, learning_rate: float, sync: bool, replicas=0):
+    """One worker's TF1 graph under between-graph replication (the ``tf1`` program of lesson
+    07, ``task --tf1`` of lesson 08): the variables on the ps, the computation on worker ``index``.
+
+    ``model()``, called under ``replica_device_setter``, makes the variables and returns the
+    loss, which plain SGD minimises, wrapped in ``SyncReplicasOptimizer`` if ``sync`` (one
+    update per round of ``replicas`` gradients; ``0``: one from each worker). Returns
+    ``(global_step, loss, optimizer, train_op)``.
+    """
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    device = v1.train.replica_device_setter(
+        worker_device=f"/job:worker/task:{index}", cluster=tf.train.ClusterSpec(cluster)
+    )
+    with v1.device(device):
+        global_step = v1.train.get_or_create_global_step()
+        loss = model()
+        opt = v1.train.GradientDescentOptimizer(learning_rate)
+        if sync:
+            workers = len(cluster["worker"])
+            opt = v1.train.SyncReplicasOptimizer(
+                opt, replicas_to_aggregate=replicas or workers, total_num_replicas=workers
+            )
+        train_op = opt.minimize(loss, global_step=global_step)
+    return global_step, loss, opt, train_op

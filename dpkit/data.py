@@ -310,11 +310,8 @@ def synthetic(shape=(28, 28, 1), num_classes: int = 10, *, batch_size: int = 64,
     import tensorflow as tf
 
     batch_size = checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
-    shape = tuple(shape)
-    if not shape or any(not checks.is_whole(d) or d < 1 for d in shape):
-        raise ValueError(f"shape must be positive whole numbers, e.g. (28, 28, 1); got {shape!r}.")
-    if not checks.is_whole(num_classes) or num_classes < 2:
-        raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}.")
+    shape = checks.shape(shape, "shape")
+    num_classes = checks.whole(num_classes, "num_classes", 2, "e.g. 10")
     rng = np.random.default_rng(seed)
     x = rng.random((batch_size, *shape), dtype=np.float32)
     y = rng.integers(0, num_classes, batch_size).astype(np.int32)

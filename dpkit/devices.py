@@ -142,24 +142,17 @@ class DeviceSetup:
 _current: DeviceSetup | None = None
 
 
-def _check_count(n) -> int:
-    if not checks.is_whole(n):
-        raise ValueError(
-            f"setup(n): n must be a whole number of devices, got {n!r} "
-            f"({type(n).__name__}); pass an int such as devices.setup(2)."
-        )
-    n = int(n)
-    if n < 1:
-        raise ValueError(
-            f"setup(n): n must be at least 1, got {n}; pass the number of devices "
-            "to train on, e.g. devices.setup(1) for a single device."
-        )
-    if n > MAX_DEVICES:
-        raise ValueError(
-            f"setup(n): n={n} is above the maximum of {MAX_DEVICES} devices; "
-            "logical devices share the same hardware, so use 2 to 8 to see the ideas."
-        )
-    return n
+def count(n, what: str = "setup(n): n", example: str = "e.g. devices.setup(2)") -> int:
+    """``n`` as an int if it is a whole number from 1 to :data:`MAX_DEVICES`, else a
+    ``ValueError``: the one device-count rule of :func:`setup`, :func:`plan`, ``bench.Config``
+    and ``bench.Sweep`` (the command line's), which ``params.whole(1, MAX_DEVICES)`` words alike.
+    """
+    if checks.is_whole(n) and n < 1:
+        example = f"at least 1 device is needed to train on; {example}"
+    elif checks.is_whole(n) and n > MAX_DEVICES:
+        shared = "logical devices share the same hardware, so 2 to 8 show the ideas"
+        example = f"that is above the maximum, and {shared}; {example}"
+    return checks.whole(n, what, 1, example, maximum=MAX_DEVICES)
 
 
 def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> Plan:
@@ -180,15 +173,10 @@ def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -
         ValueError: ``n`` is not a whole number in ``1..MAX_DEVICES``, or
             ``num_gpus`` is negative, or ``gpu_memory_mb`` is not positive.
     """
-    n = _check_count(n)
+    n = count(n)
     num_gpus = checks.whole(num_gpus, "plan(): num_gpus", 0)
-    if not checks.is_whole(gpu_memory_mb):
-        raise ValueError(f"gpu_memory_mb must be an int (megabytes), got {gpu_memory_mb!r}.")
-    if gpu_memory_mb < 1:
-        raise ValueError(
-            f"gpu_memory_mb must be at least 1 MB, got {gpu_memory_mb}; "
-            f"the default is {DEFAULT_GPU_MEMORY_MB}."
-        )
+    mb = f"megabytes, e.g. the default {DEFAULT_GPU_MEMORY_MB}"
+    gpu_memory_mb = checks.whole(gpu_memory_mb, "gpu_memory_mb", 1, mb)
     if num_gpus >= n:
         return Plan(n, "physical_gpus", "GPU", physical_index=tuple(range(n)))
     if num_gpus >= 1:
@@ -277,7 +265,7 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
             (restart the kernel, or use the sweep runner for several counts).
     """
     global _current
-    n = _check_count(n)
+    n = count(n)
     if _current is not None:
         if _current.num_devices == n:
             return _current

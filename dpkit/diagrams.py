@@ -200,15 +200,10 @@ def _check_tower_step_args(num_devices, variables_on, device_names, global_batch
             f"device_names has {len(device_names)} names for num_devices={num_devices}; "
             "pass one name per device (e.g. setup.devices) or leave it out."
         )
-    if global_batch_size is not None and (
-        not checks.is_whole(global_batch_size)
-        or global_batch_size < num_devices
-        or global_batch_size % num_devices
-    ):
-        raise ValueError(
-            f"global_batch_size={global_batch_size!r} does not split evenly into {num_devices} "
-            "towers; pass a multiple of num_devices, or None to leave the sizes out."
-        )
+    if global_batch_size is not None:
+        what, into = f"global_batch_size={global_batch_size!r}", f"into {num_devices} towers"
+        instead = ", or None to leave the sizes out"
+        checks.divides(global_batch_size, num_devices, what, into, instead)
     return variables_on.lower(), device_names
 
 

@@ -168,23 +168,16 @@ class _Spelling:
 
 def _whole(text: str, flag: str, minimum: int) -> int:
     try:
-        value = int(text.strip())
+        return checks.whole(int(text.strip()), flag, minimum)
     except ValueError:
-        raise LaunchError(f"{flag} must be a whole number, got {text!r}.") from None
-    if value < minimum:
-        raise LaunchError(f"{flag} must be >= {minimum}, got {value}.")
-    return value
+        raise LaunchError(f"{flag} must be {checks.whole_range(minimum)}, got {text!r}.") from None
 
 
 def _positive(text: str, flag: str) -> float:
     try:
-        value = float(text)
+        return checks.positive(float(text), flag)
     except ValueError:
-        raise LaunchError(f"{flag} must be a number, got {text!r}.") from None
-    try:
-        return checks.positive(value, flag)
-    except ValueError as error:
-        raise LaunchError(str(error)) from None
+        raise LaunchError(f"{flag} must be a positive number, got {text!r}.") from None
 
 
 def _job(text: str, flag: str) -> str:
@@ -333,12 +326,12 @@ def parse(
         )
     task.replicas_to_aggregate = aggregate or (workers if task.sync_replicas else 0)
     training = workers + len(cluster.get("chief", ()))
-    if task.flavour == "mirrored" and task.batch_size % training:
-        batch, fits = flag("batch-size"), training * max(1, task.batch_size // training)
-        raise LaunchError(
-            f"{batch}={task.batch_size} does not split evenly over {training} workers; use a "
-            f"multiple of {training}, e.g. {batch}={fits}."
-        )
+    if task.flavour == "mirrored":
+        what = f"{flag('batch-size')}={task.batch_size}"
+        try:
+            checks.divides(task.batch_size, training, what, f"over {training} workers")
+        except ValueError as error:
+            raise LaunchError(str(error)) from None
     return task
 
 

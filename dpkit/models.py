@@ -54,22 +54,6 @@ def _lrn_class():
     return LocalResponseNorm
 
 
-def _check_shape(input_shape, rank: int, example: str) -> tuple[int, ...]:
-    shape = tuple(input_shape)
-    if len(shape) != rank or any(not checks.is_whole(d) or d < 1 for d in shape):
-        raise ValueError(
-            f"input_shape must be {rank} positive ints (height, width, channels), "
-            f"got {input_shape!r}; e.g. {example}."
-        )
-    return tuple(int(d) for d in shape)
-
-
-def _check_classes(num_classes) -> int:
-    if not checks.is_whole(num_classes) or num_classes < 2:
-        raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}.")
-    return int(num_classes)
-
-
 def lenet5(input_shape=(28, 28, 1), num_classes: int = 10):
     """LeNet-5 as the sources use it (28x28 input).
 
@@ -86,7 +70,7 @@ def lenet5(input_shape=(28, 28, 1), num_classes: int = 10):
     import keras
     from keras import layers
 
-    shape = _check_shape(input_shape, 3, "(28, 28, 1)")
+    shape = checks.shape(input_shape, "input_shape", 3, "(28, 28, 1)")
     if min(shape[:2]) < 4:
         raise ValueError(f"LeNet-5 needs images of at least 4x4 pixels, got {shape[:2]}.")
     return keras.Sequential(
@@ -98,7 +82,7 @@ def lenet5(input_shape=(28, 28, 1), num_classes: int = 10):
             layers.MaxPooling2D(2, name="pool2"),
             layers.Flatten(name="flatten"),
             layers.Dense(512, activation="relu", name="fc1"),
-            layers.Dense(_check_classes(num_classes), name="logits"),
+            layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="logits"),
         ],
         name="lenet5",
     )
@@ -120,7 +104,7 @@ def cifar10_cnn(input_shape=(24, 24, 3), num_classes: int = 10):
     import keras
     from keras import layers
 
-    shape = _check_shape(input_shape, 3, "(24, 24, 3)")
+    shape = checks.shape(input_shape, "input_shape", 3, "(24, 24, 3)")
     lrn = _lrn_class()
     return keras.Sequential(
         [
@@ -134,7 +118,7 @@ def cifar10_cnn(input_shape=(24, 24, 3), num_classes: int = 10):
             layers.Flatten(name="flatten"),
             layers.Dense(384, activation="relu", name="local3"),
             layers.Dense(192, activation="relu", name="local4"),
-            layers.Dense(_check_classes(num_classes), name="logits"),
+            layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="logits"),
         ],
         name="cifar10_cnn",
     )
@@ -160,11 +144,7 @@ def mnist_mlp(
     import keras
     from keras import layers
 
-    shape = tuple(input_shape)
-    if not shape or any(not checks.is_whole(d) or d < 1 for d in shape):
-        raise ValueError(
-            f"input_shape must be positive ints, got {input_shape!r}; e.g. (28, 28, 1)."
-        )
+    shape = checks.shape(input_shape, "input_shape")
     hidden_units = checks.whole(hidden_units, "hidden_units", 1, "e.g. 500, as the seed")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout is the fraction dropped and must be in [0, 1), got {dropout!r}.")
@@ -174,7 +154,7 @@ def mnist_mlp(
             layers.Flatten(name="flatten"),
             layers.Dense(hidden_units, activation="relu", name="layer1"),
             layers.Dropout(dropout, name="dropout"),
-            layers.Dense(_check_classes(num_classes), name="layer2"),
+            layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="layer2"),
         ],
         name="mnist_mlp",
     )
@@ -199,9 +179,28 @@ def build(name: str, **kwargs):
     Raises:
         ValueError: unknown name.
     """
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}.")
-    return MODELS[name](**kwargs)
+    return MODELS[checks.one_of(name, MODELS, "model")](**kwargs)
+
+
+def make_train_step(model, optimizer, device: str, *, loss_fn=None):
+    """Lesson 01's step as a ``tf.function``: ``step(x, y)`` trains ``model`` (built on
+    ``device``) on the whole batch there and returns its mean loss, ``loss_fn(labels, logits)``
+    (default: cross-entropy from logits). The throughput runs' single-device baseline."""
+    import keras
+    import tensorflow as tf
+
+    loss_fn = loss_fn or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def step(x, y):
+        with tf.device(device):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return step
 
 
 def count_params(model) -> int:

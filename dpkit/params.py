@@ -27,12 +27,13 @@ Rule = Callable[[object], "str | None"]
 
 
 def whole(minimum: int = 0, maximum: int | None = None, *, multiple_of: int = 1) -> Rule:
-    """A whole number from ``minimum`` to ``maximum`` (inclusive), a multiple of ``multiple_of``."""
-    allowed = (
-        f"a whole number >= {minimum}"
-        if maximum is None
-        else (f"a whole number from {minimum} to {maximum}")
-    )
+    """A whole number from ``minimum`` to ``maximum`` (inclusive), a multiple of ``multiple_of``.
+
+    The range and its words are :mod:`dpkit.plumbing.checks`' (``is_whole_in``,
+    ``whole_range``), which the library's own checks use: ``whole(1, devices.MAX_DEVICES)``
+    allows the device counts that ``devices.count`` does.
+    """
+    allowed = checks.whole_range(minimum, maximum)
     if not checks.is_whole(multiple_of) or multiple_of > 1:
         allowed += f" that divides by {multiple_of}"
 
@@ -41,12 +42,7 @@ def whole(minimum: int = 0, maximum: int | None = None, *, multiple_of: int = 1)
         # (0, a string) its own rule reports it, and this one checks what it can.
         divisor = multiple_of if checks.is_whole(multiple_of) and multiple_of >= 1 else 1
         try:
-            ok = (
-                checks.is_whole(value)
-                and value >= minimum
-                and (maximum is None or value <= maximum)
-                and value % divisor == 0
-            )
+            ok = checks.is_whole_in(value, minimum, maximum) and value % divisor == 0
         except TypeError:
             ok = checks.is_whole(value)
         return None if ok else allowed

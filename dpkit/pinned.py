@@ -153,11 +153,9 @@ def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, tim
             "a pinned worker needs a core of its own: use workers<=" + str(len(cores)) + "."
         )
     checks.whole(global_batch, "global_batch", workers, "e.g. global_batch=256")
-    if global_batch % workers:
-        raise ValueError(
-            f"a global batch of {global_batch} does not split evenly over {workers} workers; "
-            f"use a multiple of {workers}, e.g. {global_batch - global_batch % workers or workers}."
-        )
+    checks.divides(
+        global_batch, workers, f"a global batch of {global_batch}", f"over {workers} workers"
+    )
     checks.whole(rounds, "rounds", 1, "e.g. rounds=5")
     checks.whole(window_steps, "window_steps", 1, "e.g. window_steps=2")
     checks.whole(warmup_steps, "warmup_steps", 1, "e.g. warmup_steps=2 (tracing happens there)")

@@ -21,7 +21,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from dpkit.devices import MAX_DEVICES
+from dpkit import devices
 from dpkit.plumbing import checks
 
 STRATEGIES = ("single", "towers", "mirrored")
@@ -86,11 +86,9 @@ class Config:
         checks.one_of(self.model, MODELS, "model")
         checks.one_of(self.strategy, STRATEGIES, "strategy")
         checks.one_of(self.dataset, DATASETS, "dataset")
-        if not checks.is_whole(self.devices) or not 1 <= self.devices <= MAX_DEVICES:
-            raise ValueError(
-                f"devices must be a whole number from 1 to {MAX_DEVICES}, got "
-                f"{self.devices!r}; e.g. devices=2 (or --devices 1 2 4 on the command line)."
-            )
+        devices.count(
+            self.devices, "devices", "e.g. devices=2 (or --devices 1 2 4 on the command line)"
+        )
         checks.whole(self.batch, "batch", 1, "e.g. batch=256")
         checks.whole(self.warmup_steps, "warmup_steps", 0, "e.g. warmup_steps=5")
         checks.whole(self.window_steps, "window_steps", 1, "e.g. window_steps=5")
@@ -100,14 +98,10 @@ class Config:
                 f"strategy 'single' trains on one device, but devices={self.devices}; use "
                 "strategy='towers' or 'mirrored' for several devices (single is the baseline)."
             )
-        if not self.per_device and self.batch % self.devices:
-            low = self.batch - self.batch % self.devices
-            options = f"{low} or {low + self.devices}" if low else f"{self.devices}"
-            raise ValueError(
-                f"a global batch of {self.batch} does not split evenly over {self.devices} "
-                f"devices; use {options} (a multiple of {self.devices}), or weak scaling "
-                "(a per-device batch) instead."
-            )
+        if not self.per_device:
+            over = f"over {self.devices} devices"
+            weak = ", or weak scaling (a per-device batch) instead"
+            checks.divides(self.batch, self.devices, f"a global batch of {self.batch}", over, weak)
         checks.positive_seconds(self.timeout, "timeout")
 
     def as_dict(self) -> dict:

@@ -8,7 +8,9 @@ when the notebook's kernel dies, and the ``with`` block kills and reaps every ch
 group on exit, on an exception, on a kernel interrupt and on a timeout. Children talk in lines:
 a JSON object is a *record* (``{"step": 3, "loss": 0.4}``), collected per task; any other line
 is a log line, echoed live as ``[worker:1] ...``. Every process takes the same data and initial
-weights from :func:`digits`, :func:`digits_batches` and :func:`softmax_init`.
+weights from :func:`digits`, :func:`digits_batches` and :func:`softmax_init`, and trains them
+with the same steps: :func:`mirrored_step` (``MultiWorkerMirroredStrategy``) and
+:func:`ps_step` (``ParameterServerStrategy``).
 """
 
 from __future__ import annotations
@@ -93,3 +95,60 @@ def softmax_init(features: int = 784, classes: int = 10, seed: int = 0):
     rng = np.random.default_rng(seed)
     w = rng.normal(0.0, 0.01, size=(features, classes)).astype(np.float32)
     return w, np.zeros(classes, np.float32)
+
+
+def mirrored_step(strategy, w, b, learning_rate: float, global_batch: int, global_step=None):
+    """One ``MultiWorkerMirroredStrategy`` SGD step of softmax regression, as a ``tf.function``.
+
+    ``step(x, y)`` takes this worker's slice of a global batch and returns the loss of the
+    whole global batch: each worker's loss is divided by the *global* batch size, and the
+    gradients are summed over all workers (the all-reduce), so every worker applies the
+    same update, the one a single device would make on the whole batch. ``global_step``
+    (a variable), if given, counts the steps.
+    """
+    import tensorflow as tf
+
+    @tf.function
+    def step(xb, yb):
+        def replica(xb, yb):
+            with tf.GradientTape() as tape:
+                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, tf.matmul(xb, w) + b)
+                loss = tf.reduce_sum(losses) / global_batch
+            grads = tape.gradient(loss, [w, b])
+            # the all-reduce: every worker ends up with the sum over all workers
+            grads = tf.distribute.get_replica_context().all_reduce("sum", grads)
+            w.assign_sub(learning_rate * grads[0])
+            b.assign_sub(learning_rate * grads[1])
+            if global_step is not None:
+                global_step.assign_add(1)
+            return loss
+
+        return strategy.reduce("sum", strategy.run(replica, (xb, yb)), axis=None)
+
+    return step
+
+
+def ps_step(strategy, w, b, learning_rate: float, global_step):
+    """One ``ParameterServerStrategy`` SGD step of softmax regression, as a ``tf.function``.
+
+    ``step(iterator)`` runs on a worker, with the worker's next batch; the coordinator
+    schedules it (``coordinator.schedule(step, (iterator,))``). The mean loss of the batch
+    is its own: the workers step asynchronously, each against the variables on the ps.
+    """
+    import tensorflow as tf
+
+    @tf.function
+    def step(iterator):
+        def replica(xb, yb):
+            with tf.GradientTape() as tape:
+                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, tf.matmul(xb, w) + b)
+                loss = tf.reduce_mean(losses)
+            gw, gb = tape.gradient(loss, [w, b])
+            w.assign_sub(learning_rate * gw)
+            b.assign_sub(learning_rate * gb)
+            global_step.assign_add(1)
+            return loss
+
+        return strategy.run(replica, next(iterator))
+
+    return step

@@ -57,15 +57,9 @@ def shard_sizes(batch_size: int, num_towers: int, *, weighted: bool = False) -> 
         )
     if weighted:
         return [len(part) for part in np.array_split(np.arange(batch_size), num_towers)]
-    if batch_size % num_towers:
-        lower = batch_size - batch_size % num_towers
-        upper = lower + num_towers
-        raise ValueError(
-            f"a batch of {batch_size} does not split evenly into {num_towers} towers; use "
-            f"{lower} or {upper} (multiples of {num_towers}), or split_batch(..., weighted=True) "
-            "for unequal shards averaged by size."
-        )
-    return [batch_size // num_towers] * num_towers
+    what, into = f"a batch of {batch_size}", f"into {num_towers} towers"
+    instead = ", or split_batch(..., weighted=True) for unequal shards averaged by size"
+    return [checks.divides(batch_size, num_towers, what, into, instead)] * num_towers
 
 
 def split_batch(x, y, num_towers: int, *, weighted: bool = False):
@@ -244,6 +238,40 @@ def make_tower_train_step(
                     var.assign(values[0])
             mean = tf.add_n([w * loss for w, loss in zip(weights, losses)])
             return (mean, tf.stack(losses)) if return_tower_losses else mean
+
+    return step
+
+
+def make_mirrored_train_step(
+    model, optimizer, strategy, global_batch: int, *, loss_fn=None, global_loss: bool = True
+):
+    """The tower step as ``tf.distribute`` writes it (lesson 04), as a ``tf.function``
+    ``step(x, y)`` (local tensors or distributed values) of ``model`` and ``optimizer`` made
+    in ``strategy.scope()``. Each replica divides its examples' summed losses
+    (``loss_fn(labels, logits)``, one per example) by ``global_batch`` and applies its
+    gradients, which the optimizer all-reduces first. The step returns the global batch's
+    loss, or with ``global_loss=False`` each replica's share (no extra all-reduce across
+    workers). The doctor and the throughput runs set it against the tower step."""
+    import keras
+    import tensorflow as tf
+
+    global_batch = checks.whole(global_batch, "global_batch", 1, "e.g. global_batch=256")
+    per_example = loss_fn or keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="none"
+    )
+
+    def replica(x, y):
+        with tf.GradientTape() as tape:
+            losses = per_example(y, model(x, training=True))
+            loss = tf.nn.compute_average_loss(losses, global_batch_size=global_batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduces first
+        return loss
+
+    @tf.function
+    def step(x, y):
+        shares = strategy.run(replica, args=(x, y))
+        return strategy.reduce("SUM", shares, axis=None) if global_loss else shares
 
     return step
 

@@ -194,21 +194,9 @@ def check_mirrored(machine: Machine) -> tuple[str, str]:
         model = machine.model()
         model.set_weights(start)
         optimizer = keras.optimizers.SGD(LEARNING_RATE)
-    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-
-    @tf.function
-    def step(batch):
-        def replica(xr, yr):
-            with tf.GradientTape() as tape:
-                losses = per_example(yr, model(xr, training=True))
-                loss = tf.nn.compute_average_loss(losses, global_batch_size=len(x))
-            grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-
-        strategy.run(replica, args=batch)
-
+    step = towers.make_mirrored_train_step(model, optimizer, strategy, len(x))
     for batch in strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors((x, y))):
-        step(batch)
+        step(*batch)
     where = f"{machine.where}, after one SGD step that moved them up to {moved:.2g}"
     return compare("weight", tower_model.get_weights(), model.get_weights(), where)
 

@@ -26,13 +26,46 @@ def _then(example: str) -> str:
     return f"; {example}" if example else ""
 
 
-def whole(value, what: str, minimum: int = 0, example: str = "") -> int:
-    """``value`` as an int, if it is a whole number (not a bool) of at least ``minimum``."""
-    if not is_whole(value) or value < minimum:
+def whole_range(minimum: int = 0, maximum: int | None = None) -> str:
+    """The words every rule uses for a range of whole numbers (``params.whole`` too)."""
+    if maximum is None:
+        return f"a whole number >= {minimum}"
+    return f"a whole number from {minimum} to {maximum}"
+
+
+def is_whole_in(value, minimum: int = 0, maximum: int | None = None) -> bool:
+    """A whole number from ``minimum`` to ``maximum`` (no upper end if ``None``)."""
+    return is_whole(value) and value >= minimum and (maximum is None or value <= maximum)
+
+
+def whole(value, what: str, minimum: int = 0, example: str = "", maximum: int | None = None) -> int:
+    """``value`` as an int, if it is a whole number (not a bool) from ``minimum`` to
+    ``maximum`` (no upper end if ``None``)."""
+    if not is_whole_in(value, minimum, maximum):
         raise ValueError(
-            f"{what} must be a whole number >= {minimum}, got {value!r}{_then(example)}."
+            f"{what} must be {whole_range(minimum, maximum)}, got {value!r}{_then(example)}."
         )
     return int(value)
+
+
+def shape(value, what: str, rank: int | None = None, example: str = "(28, 28, 1)"):
+    """``value`` as a tuple of ints, if it is ``rank`` (or any number of) whole numbers >= 1."""
+    dims = tuple(value) if hasattr(value, "__iter__") else ()
+    if not dims or len(dims) != (rank or len(dims)) or not all(is_whole_in(d, 1) for d in dims):
+        count = f"{rank} " if rank else ""
+        raise ValueError(f"{what} must be {count}positive ints, got {value!r}; e.g. {example}.")
+    return tuple(int(d) for d in dims)
+
+
+def divides(total, parts: int, what: str, into: str, instead: str = "") -> int:
+    """``total // parts`` if ``total`` is a whole multiple of ``parts``, else an error naming
+    the batch (``what``: "a batch of 63"), the parts (``into``: "into 4 towers"), the nearest
+    multiples and any other way out (``instead``): the one rule for a batch that is shared."""
+    if is_whole(total) and total >= parts and total % parts == 0:
+        return int(total) // parts
+    low = total - total % parts if is_whole(total) else 0
+    near = f"{low} or {low + parts} (multiples of {parts})" if low > 0 else f"a multiple of {parts}"
+    raise ValueError(f"{what} does not split evenly {into}; use {near}{instead}.")
 
 
 def positive(value, what: str, example: str = "", unit: str = "number") -> float:

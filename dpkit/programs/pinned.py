@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     import keras
     import tensorflow as tf
 
-    from dpkit import data
+    from dpkit import data, towers
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     # collectives need a second inter-op thread next to the step that waits for them
@@ -59,19 +59,10 @@ def main(argv: list[str]) -> int:
     with strategy.scope():
         model = models.build(args.model, input_shape=shape)
         optimizer = keras.optimizers.SGD(0.01)
-    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-
-    def replica_step(xb, yb):
-        with tf.GradientTape() as tape:
-            losses = per_example(yb, model(xb, training=True))
-            loss = tf.nn.compute_average_loss(losses, global_batch_size=args.global_batch)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))  # all-reduces first
-        return loss
-
-    @tf.function
-    def step(xb, yb):
-        return strategy.run(replica_step, args=(xb, yb))
+    # each worker's share of the loss: summing it over the workers would cost an all-reduce
+    step = towers.make_mirrored_train_step(
+        model, optimizer, strategy, args.global_batch, global_loss=False
+    )
 
     for _ in range(args.warmup_steps):
         float(step(x, y))

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from dpkit import cluster, launcher, tasks
+from dpkit import cluster, compat, launcher, tasks
 from dpkit.launcher import LaunchError, Task
 from dpkit.plumbing import contract, procs
 from dpkit.plumbing.contract import Exit
@@ -240,7 +240,7 @@ class PSStrategy(Flavour):
             return data.repeat().batch(batch, drop_remainder=True)
 
         self.iterator = iter(self.coordinator.create_per_worker_dataset(dataset_fn))
-        self.train_step = workers.ps_step(strategy, self.w, self.b, lr, self.global_step)
+        self.train_step = tasks.ps_step(strategy, self.w, self.b, lr, self.global_step)
         step = int(self.global_step.numpy())
         self.log(
             f"training with ParameterServerStrategy on {task.num_workers} worker(s), "
@@ -281,7 +281,7 @@ class Mirrored(Flavour):
         restored = self.variables(strategy, self.directory)
         workers.share_from_chief(strategy, restored, self.w, self.b, self.global_step)
         lr, batch = task.learning_rate, task.batch_size
-        self.step_fn = workers.mirrored_step(strategy, self.w, self.b, lr, batch, self.global_step)
+        self.step_fn = tasks.mirrored_step(strategy, self.w, self.b, lr, batch, self.global_step)
         step = int(self.global_step.numpy())
         self.log(
             f"training with MultiWorkerMirroredStrategy as task {rank} of {size}; "
@@ -336,7 +336,7 @@ class TF1(Flavour):
             return loss
 
         sync, aggregate = task.sync_replicas, task.replicas_to_aggregate
-        global_step, loss, opt, train_op = workers.tf1_graph(
+        global_step, loss, opt, train_op = compat.worker_graph(
             task.cluster, task.index, model, task.learning_rate, sync, aggregate
         )
         self.fetches = [train_op, loss, global_step]

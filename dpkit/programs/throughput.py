@@ -66,9 +66,9 @@ def make_step(
     """Build a model and one SGD training step for ``strategy`` on ``devices``.
 
     Args:
-        strategy: ``"single"`` (the whole batch on ``devices[0]``), ``"towers"``
-            (:func:`dpkit.towers.make_tower_train_step`, variables on the CPU) or
-            ``"mirrored"`` (``MirroredStrategy`` and ``strategy.run`` in a ``tf.function``).
+        strategy: ``"single"`` (:func:`dpkit.models.make_train_step` on ``devices[0]``),
+            ``"towers"`` (:func:`dpkit.towers.make_tower_train_step`, variables on the CPU) or
+            ``"mirrored"`` (:func:`dpkit.towers.make_mirrored_train_step`, ``MirroredStrategy``).
         build: makes the Keras model (called under the right device or strategy scope).
         devices: device names from ``dpkit.devices.setup``.
         dataset: an endless ``tf.data.Dataset`` of global batches ``(x, y)``.
@@ -86,68 +86,37 @@ def make_step(
     import keras
     import tensorflow as tf
 
-    from dpkit import towers
+    from dpkit import models, towers
 
     checks.whole(steps_per_call, "steps_per_call", 1, "e.g. steps_per_call=10")
+    checks.one_of(strategy, bench.STRATEGIES, "strategy")
     devs = list(devices)
-
-    def calling(one_step, batches):
-        """`one_step(batch)` once per Python call, or `steps_per_call` times in a tf.function."""
-        if steps_per_call == 1:
-            return lambda: one_step(next(batches))
-
-        @tf.function
-        def several(iterator):
-            for _ in tf.range(steps_per_call - 1):
-                one_step(next(iterator))
-            return one_step(next(iterator))
-
-        return lambda: several(batches)
-
-    if strategy == "towers":
-        with towers.variables_on(devs, "cpu"):
-            model = build()
-        tower_step = towers.make_tower_train_step(model, keras.optimizers.SGD(lr), devs)
-        return calling(lambda batch: tower_step(*batch), iter(dataset)), model
-
     if strategy == "single":
         with tf.device(devs[0]):
             model = build()
-        optimizer = keras.optimizers.SGD(lr)
-        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-        @tf.function
-        def plain_step(x, y):
-            with tf.device(devs[0]):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y, model(x, training=True))
-                grads = tape.gradient(loss, model.trainable_variables)
-                optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        return calling(lambda batch: plain_step(*batch), iter(dataset)), model
-
-    checks.one_of(strategy, bench.STRATEGIES, "strategy")
-    mirrored = tf.distribute.MirroredStrategy(devs)
-    with mirrored.scope():
-        model = build()
-        optimizer = keras.optimizers.SGD(lr)
-    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
-    batches = iter(mirrored.experimental_distribute_dataset(dataset))
+        step = models.make_train_step(model, keras.optimizers.SGD(lr), devs[0])
+    elif strategy == "towers":
+        with towers.variables_on(devs, "cpu"):
+            model = build()
+        step = towers.make_tower_train_step(model, keras.optimizers.SGD(lr), devs)
+    else:
+        mirrored = tf.distribute.MirroredStrategy(devs)
+        with mirrored.scope():
+            model = build()
+            optimizer = keras.optimizers.SGD(lr)
+        step = towers.make_mirrored_train_step(model, optimizer, mirrored, global_batch)
+        dataset = mirrored.experimental_distribute_dataset(dataset)
+    batches = iter(dataset)
+    if steps_per_call == 1:
+        return (lambda: step(*next(batches))), model
 
     @tf.function
-    def mirrored_step(batch_xy):
-        def replica(xr, yr):
-            with tf.GradientTape() as tape:
-                losses = per_example(yr, model(xr, training=True))
-                loss = tf.nn.compute_average_loss(losses, global_batch_size=global_batch)
-            grads = tape.gradient(loss, model.trainable_variables)
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
+    def several(iterator):  # the steps in a tf.range loop: one Python call for all of them
+        for _ in tf.range(steps_per_call - 1):
+            step(*next(iterator))
+        return step(*next(iterator))
 
-        return mirrored.reduce("SUM", mirrored.run(replica, args=batch_xy), axis=None)
-
-    return calling(mirrored_step, batches), model
+    return (lambda: several(batches)), model
 
 
 def run(config: bench.Config) -> int:

@@ -1,10 +1,11 @@
 """The ``mwms`` and ``tf1`` programs of lesson 07, and the training pieces lesson 08 shares.
 
-Both programs run as children of :class:`dpkit.tasks.Group`, one process per task. The task
-program of lesson 08 (:mod:`dpkit.programs.task`) trains with the same pieces: an SGD step of
-softmax regression under each TF2 strategy (:func:`mirrored_step`, :func:`ps_step`), the TF1
-graph and session (:func:`tf1_graph`, :func:`tf1_session`), and :func:`batches` and
-:func:`accuracy` on the flattened digits of :func:`dpkit.tasks.digits`.
+Both programs run as children of :class:`dpkit.tasks.Group`, one process per task, and train
+with the steps of :mod:`dpkit.tasks` (TF2) and :func:`dpkit.compat.worker_graph` (TF1). The
+task program of lesson 08 (:mod:`dpkit.programs.task`) shares the rest: the chief's restored
+variables sent to every worker (:func:`share_from_chief`), the TF1 session
+(:func:`tf1_session`), and :func:`batches` and :func:`accuracy` on the flattened digits of
+:func:`dpkit.tasks.digits`.
 """
 
 from __future__ import annotations
@@ -16,41 +17,10 @@ import sys
 import threading
 import time
 
-from dpkit import tasks
-from dpkit.plumbing import contract, procs
+from dpkit import compat, tasks
+from dpkit.plumbing import checks, contract, procs
 
 # ----------------------------------------------------------------------------- shared pieces
-
-
-def mirrored_step(strategy, w, b, learning_rate: float, global_batch: int, global_step=None):
-    """One ``MultiWorkerMirroredStrategy`` SGD step of softmax regression, as a ``tf.function``.
-
-    ``step(x, y)`` takes this worker's slice of a global batch and returns the loss of the
-    whole global batch: each worker's loss is divided by the *global* batch size, and the
-    gradients are summed over all workers (the all-reduce), so every worker applies the
-    same update, the one a single device would make on the whole batch. ``global_step``
-    (a variable), if given, counts the steps.
-    """
-    import tensorflow as tf
-
-    @tf.function
-    def step(xb, yb):
-        def replica(xb, yb):
-            with tf.GradientTape() as tape:
-                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, tf.matmul(xb, w) + b)
-                loss = tf.reduce_sum(losses) / global_batch
-            grads = tape.gradient(loss, [w, b])
-            # the all-reduce: every worker ends up with the sum over all workers
-            grads = tf.distribute.get_replica_context().all_reduce("sum", grads)
-            w.assign_sub(learning_rate * grads[0])
-            b.assign_sub(learning_rate * grads[1])
-            if global_step is not None:
-                global_step.assign_add(1)
-            return loss
-
-        return strategy.reduce("sum", strategy.run(replica, (xb, yb)), axis=None)
-
-    return step
 
 
 def share_from_chief(strategy, restored: float, w, b, global_step) -> None:
@@ -74,59 +44,6 @@ def share_from_chief(strategy, restored: float, w, b, global_step) -> None:
         w.assign(sw)
         b.assign(sb)
         global_step.assign(int(round(float(sstep[0]))))
-
-
-def ps_step(strategy, w, b, learning_rate: float, global_step):
-    """One ``ParameterServerStrategy`` SGD step of softmax regression, as a ``tf.function``.
-
-    ``step(iterator)`` runs on a worker, with the worker's next batch; the coordinator
-    schedules it (``coordinator.schedule(step, (iterator,))``). The mean loss of the batch
-    is its own: the workers step asynchronously, each against the variables on the ps.
-    """
-    import tensorflow as tf
-
-    @tf.function
-    def step(iterator):
-        def replica(xb, yb):
-            with tf.GradientTape() as tape:
-                losses = tf.nn.sparse_softmax_cross_entropy_with_logits(yb, tf.matmul(xb, w) + b)
-                loss = tf.reduce_mean(losses)
-            gw, gb = tape.gradient(loss, [w, b])
-            w.assign_sub(learning_rate * gw)
-            b.assign_sub(learning_rate * gb)
-            global_step.assign_add(1)
-            return loss
-
-        return strategy.run(replica, next(iterator))
-
-    return step
-
-
-def tf1_graph(cluster: dict, index: int, model, learning_rate: float, sync: bool, replicas=0):
-    """The TF1 graph of worker ``index`` of ``cluster``: variables on the ps, computation here.
-
-    ``model()``, called under ``replica_device_setter``, makes the variables and returns the
-    loss, which plain SGD minimises, wrapped in ``SyncReplicasOptimizer`` if ``sync`` (one
-    update per round of ``replicas`` gradients; ``0``: one from each worker). Returns
-    ``(global_step, loss, optimizer, train_op)``.
-    """
-    import tensorflow as tf
-
-    v1 = tf.compat.v1
-    device = v1.train.replica_device_setter(
-        worker_device=f"/job:worker/task:{index}", cluster=tf.train.ClusterSpec(cluster)
-    )
-    with v1.device(device):
-        global_step = v1.train.get_or_create_global_step()
-        loss = model()
-        opt = v1.train.GradientDescentOptimizer(learning_rate)
-        if sync:
-            workers = len(cluster["worker"])
-            opt = v1.train.SyncReplicasOptimizer(
-                opt, replicas_to_aggregate=replicas or workers, total_num_replicas=workers
-            )
-        train_op = opt.minimize(loss, global_step=global_step)
-    return global_step, loss, opt, train_op
 
 
 def tf1_session(master: str, index: int, chief: bool, hooks: list, threads: int = 0, **chief_args):
@@ -227,13 +144,16 @@ def mwms_main(argv: list[str]) -> int | contract.ThroughBarrier:
         return contract.Exit.USAGE
     workers, index = len(config["cluster"]["worker"]), config["task"]["index"]
     batch = args.global_batch
-    if batch % workers:
-        print(f"global batch {batch} does not split over {workers} workers", file=sys.stderr)
+    try:
+        per_worker = checks.divides(
+            batch, workers, f"--global_batch {batch}", f"over {workers} workers"
+        )
+    except ValueError as error:
+        print(error, file=sys.stderr)
         return contract.Exit.USAGE
     import numpy as np
     import tensorflow as tf
 
-    per_worker = batch // workers
     x, y = tasks.digits_batches(batch, args.steps, args.seed)
     mine = slice(index * per_worker, (index + 1) * per_worker)
     x, y = x[:, mine], y[:, mine]  # this worker's slice of every global batch
@@ -243,7 +163,7 @@ def mwms_main(argv: list[str]) -> int | contract.ThroughBarrier:
     w0, b0 = tasks.softmax_init(x.shape[-1], 10, args.seed)
     with strategy.scope():
         w, b = tf.Variable(w0), tf.Variable(b0)
-    step = mirrored_step(strategy, w, b, args.lr, batch)
+    step = tasks.mirrored_step(strategy, w, b, args.lr, batch)
     started = time.perf_counter()
     for i in range(args.steps):
         loss = float(step(tf.constant(x[i]), tf.constant(y[i])))
@@ -281,7 +201,7 @@ def tf1_main(argv: list[str]) -> int:
         made["w"] = w = v1.get_variable("w", [4, 1], initializer=v1.zeros_initializer())
         return tf.reduce_mean((tf.matmul(tf.ones([8, 4]), w) - 1.0) ** 2)
 
-    global_step, loss, opt, train_op = tf1_graph(spec, index, model, 0.01, args.sync)
+    global_step, loss, opt, train_op = compat.worker_graph(spec, index, model, 0.01, args.sync)
     placement = {"global_step": global_step.device, "w": made["w"].device, "loss": loss.device}
     # num_tokens=0: no token before the first round, so a step returns only once its
     # round is applied (the default hands out one round of tokens up front)

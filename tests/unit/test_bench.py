@@ -35,7 +35,7 @@ def no_children(monkeypatch):
         (lambda: bench.Sweep([1, 2], timeout=0), "positive number of seconds"),
         (lambda: bench.Sweep([1, 2], windows=0), "windows must be a whole number >= 1"),
         (lambda: bench.Sweep([1], batch=0), "batch must be a whole number >= 1"),
-        (lambda: bench.Sweep([1, 2.5]), "whole numbers"),
+        (lambda: bench.Sweep([1, 2.5]), "whole number from 1 to 64, got 2.5"),
         (lambda: bench.Config(devices=2, strategy="single"), "strategy 'single' trains on one"),
         (lambda: bench.Config(devices=0), "from 1 to 64"),
     ],

@@ -166,7 +166,7 @@ def test_synthetic_repeats_one_batch_of_the_asked_shape():
     [
         ((0, 8), 10, "shape must be positive"),
         ((), 10, "shape must be positive"),
-        ((8, 8), 1, "num_classes must be an int >= 2"),
+        ((8, 8), 1, "num_classes must be a whole number >= 2"),
     ],
 )
 def test_synthetic_bad_arguments(shape, classes, words):

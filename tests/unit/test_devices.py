@@ -43,7 +43,7 @@ def test_bad_device_counts_are_named(bad, words):
 
 
 def test_bad_gpu_memory_is_named():
-    with pytest.raises(ValueError, match="at least 1 MB"):
+    with pytest.raises(ValueError, match="gpu_memory_mb must be a whole number >= 1"):
         devices.plan(2, 1, gpu_memory_mb=0)
 
 

@@ -38,7 +38,7 @@ BAD = {
     "negative index": (
         ["--job_name=worker", "--task_index=-1", *PS],
         {},
-        "--task_index must be >= 0",
+        "--task_index must be a whole number >= 0",
     ),
     "index not a number": (
         ["--job_name=worker", "--task_index=one", *PS],
@@ -123,7 +123,7 @@ BAD = {
     "zero steps": (
         ["--job_name=worker", "--task_index=0", "--worker_hosts=a:1", "--train_steps=0"],
         {},
-        "--train_steps must be >= 1",
+        "--train_steps must be a whole number >= 1",
     ),
     "batch does not split": (
         ["--job_name=worker", "--task_index=0", "--worker_hosts=a:1,b:1,c:1", "--batch_size=64"],

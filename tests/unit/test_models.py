@@ -54,7 +54,7 @@ def test_lenet5_accepts_cifar_images():
         (lambda: models.build("resnet"), "unknown model 'resnet'.*lenet5"),
         (lambda: models.lenet5((28, 28)), "input_shape must be 3 positive ints"),
         (lambda: models.lenet5((2, 2, 1)), "at least 4x4"),
-        (lambda: models.lenet5(num_classes=1), "num_classes must be an int >= 2"),
+        (lambda: models.lenet5(num_classes=1), "num_classes must be a whole number >= 2"),
         (lambda: models.cifar10_cnn((24, 24, 0)), "input_shape"),
         (lambda: models.mnist_mlp(dropout=1.0), "dropout"),
         (lambda: models.mnist_mlp(hidden_units=0), "hidden_units"),
