@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 
+from dpkit.plumbing import tf_server
+
 _servers: dict | None = None  # this process's in-process servers, once started
 
 
@@ -32,14 +34,8 @@ def start_servers(cluster: dict, tasks: list, inter_op_threads: int) -> dict:
             "this process already holds an in-process cluster and its servers cannot be "
             "stopped; reuse it, restart the kernel, or use mode='process'."
         )
-    import tensorflow as tf
-
-    spec = tf.train.ClusterSpec(cluster)
-    config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=inter_op_threads)
-    _servers = {
-        (job, index): tf.distribute.Server(
-            spec, job_name=job, task_index=index, protocol="grpc", config=config, start=True
-        )
+    _servers = {  # each a tf.distribute.Server
+        (job, index): tf_server.start_public(cluster, job, index, inter_op_threads)
         for job, index in tasks
     }
     return _servers

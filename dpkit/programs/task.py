@@ -109,10 +109,9 @@ def wait_for_chief(task: Task, log: Log, timeout: float | None = None) -> bool:
 def serve(task: Task, log: Log) -> int:
     """A ps, or a worker under ParameterServerStrategy: a TF server until the chief goes."""
     threads = max(2, task.num_workers + 1)  # fewer deadlocks on 2 cores (lesson 07)
-    definition = server.server_def(task.cluster, task.job, task.index, threads)
-    try:
-        running = server.start_server(definition)  # noqa: F841 -- serves while referenced
-    except Exception as error:  # noqa: BLE001 -- the C API's errors: report and exit
+    try:  # `running` serves while it is referenced
+        running = server.start_server(task.cluster, task.job, task.index, threads)  # noqa: F841
+    except Exception as error:  # noqa: BLE001 -- TensorFlow's errors: report and exit
         log(f"could not start the server at {task.address}: {error}")
         return Exit.FAILED
     log(f"serving at {task.address} ({'variables' if task.job == 'ps' else 'steps'} for the chief)")
