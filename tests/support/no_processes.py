@@ -4,6 +4,7 @@ imported (``_execute_child`` is what each one calls), from before the first fixt
 
 from __future__ import annotations
 
+import platform
 import subprocess
 
 import pytest
@@ -20,6 +21,9 @@ def _refuse(self, args, *rest, **kwargs):
 
 @pytest.fixture(autouse=True, scope="session")
 def no_processes():
+    # The standard library's own probe: platform.processor() runs `uname -p` once and caches
+    # it (the doctor's report reads it). It is not the test's process: run it before the guard.
+    platform.processor()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(subprocess.Popen, "_execute_child", _refuse)
         yield
