@@ -22,15 +22,11 @@ import signal
 import time
 
 import pytest
-import test_lab_browser
-from test_lab_browser import (
-    ROOT,
-    Lab,
-    Page,
-    procs,
-)
 
-pytestmark = test_lab_browser.pytestmark  # skip without Chromium or Playwright
+from tests.support import machine
+from tests.support.browser import ROOT, Lab, Page, needs_browser
+
+pytestmark = needs_browser  # skip without Chromium or Playwright
 
 BASE_URL = "/user/learner/"
 LESSON = ROOT / "lessons" / "06_tensorboard.ipynb"
@@ -92,7 +88,7 @@ def hub_lab(tmp_path_factory):
     server = Lab(root, base_url=BASE_URL, env={"JUPYTERHUB_SERVICE_PREFIX": BASE_URL})
     yield server
     server.stop()
-    assert procs.wait_gone(server.proc.pid, 10, group=True), "JupyterLab's processes outlived it"
+    assert machine.wait_gone(server.proc.pid, 10, group=True), "JupyterLab's processes outlived it"
 
 
 def _values_arrived(responses, proxied: str) -> bool:
@@ -184,9 +180,9 @@ def test_lesson_06s_tensorboard_renders_through_the_hub_proxy(browser, hub_lab):
             ".jp-OutputArea-output", has_text="TensorBoard processes left running"
         ).last.text_content()
         assert "TensorBoard processes left running: 0" in left
-        assert procs.wait_gone(pid, 30, group=True), "TensorBoard outlived the stop cell"
+        assert machine.wait_gone(pid, 30, group=True), "TensorBoard outlived the stop cell"
         page.check_clean()
     finally:
         page.page.close()
-        if pid is not None and not procs.group_gone(pid):
+        if pid is not None and not machine.group_gone(pid):
             os.killpg(pid, signal.SIGKILL)  # do not leave it behind on failure

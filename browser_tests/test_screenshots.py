@@ -25,14 +25,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import test_lab_browser
-from test_lab_browser import (
-    ROOT,
-    SHOTS,
-    procs,
-)
 
-pytestmark = test_lab_browser.pytestmark  # skip without Chromium or Playwright
+from dpkit.plumbing import procs
+from tests.support import machine
+from tests.support.browser import ROOT, SHOTS, needs_browser
+
+pytestmark = needs_browser  # skip without Chromium or Playwright
 
 LESSON = ROOT / "lessons" / "06_tensorboard.ipynb"
 IMAGES = ROOT / "lessons" / "images"
@@ -60,8 +58,7 @@ def _complete(run_dir: Path) -> bool:
 
 def _run_lesson(runs_root: Path) -> None:
     """Run lesson 06 top to bottom in a fresh kernel, its runs going under ``runs_root``."""
-    env = {**os.environ, "DPKIT_RUNS": str(runs_root), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    env["TF_ENABLE_ONEDNN_OPTS"] = "0"
+    env = procs.child_env({"DPKIT_RUNS": str(runs_root)})  # quiet TensorFlow, dpkit importable
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, 'tools'); "
         "import run_notebooks; run_notebooks.execute(Path(sys.argv[1]))"
@@ -82,7 +79,7 @@ def _run_lesson(runs_root: Path) -> None:
             if child.poll() is None:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
-    assert procs.wait_gone(child.pid, 30, group=True), "lesson 06's kernel outlived its run"
+    assert machine.wait_gone(child.pid, 30, group=True), "lesson 06's kernel outlived its run"
     assert code == 0, f"lesson 06 failed:\n{log.read_text()[-3000:]}"
 
 
@@ -112,10 +109,10 @@ class Board:
 
     def __init__(self, run_dir: Path, log: Path):
         runs_root = run_dir.parent.parent
-        self.port = procs.free_port()
+        self.port = machine.free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = open(log, "w")  # noqa: SIM115  (closed in stop)
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+        env = procs.child_env()  # quiet TensorFlow
         # Started in the runs folder with a relative logdir: the dashboard shows
         # "06_tensorboard/<date-time>", not a temporary path.
         self.proc = subprocess.Popen(
@@ -150,7 +147,7 @@ class Board:
             return set()
 
     def stop(self) -> None:
-        procs.stop_group(self.proc)
+        machine.stop_group(self.proc)
         self.log.close()
 
 
@@ -162,7 +159,7 @@ def board(run_dir, tmp_path_factory):
         yield server
     finally:
         server.stop()
-        assert procs.wait_gone(server.proc.pid, 10, group=True), "TensorBoard outlived the tests"
+        assert machine.wait_gone(server.proc.pid, 10, group=True), "TensorBoard outlived the tests"
 
 
 def _target(name: str) -> Path:

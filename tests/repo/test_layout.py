@@ -5,7 +5,9 @@ problem names the file and line that breaks a rule.
 
 * every .py file of dpkit/, tools/, benchmarks/, tests/ and browser_tests/ is on the map;
 * a file imports only modules of the tiers its row allows (``imports``, and its own tier
-  unless ``own = false``: a test module never imports another test module);
+  unless ``own = false``: a test module never imports another test module). A bare import of
+  a module in the file's own folder counts as one: browser_tests/ has no ``__init__.py`` and
+  is on ``sys.path``, so ``import test_lab_browser`` there imports a test module;
 * a lesson module imports only modules of its own or earlier lessons (the lesson of a module
   is the first notebook in lessons/ that imports it), but for the map's ``ahead`` pairs;
 * the imports have no cycle, at module level or inside functions;
@@ -98,6 +100,22 @@ def _absolute(module: Module, node: ast.ImportFrom) -> str:
     return ".".join(package + ([node.module] if node.module else []))
 
 
+def _fenced(module: Module, modules: dict[str, Module], name: str) -> str | None:
+    """The fenced module an absolute import of ``name`` reaches, or ``None`` if unfenced.
+
+    A name outside :data:`FENCED` is a sibling when the importer's folder holds a fenced
+    module or package of that first name: a folder with no ``__init__.py`` (browser_tests/)
+    is on ``sys.path``, so ``import test_lab_browser`` there is ``browser_tests.test_lab_browser``.
+    """
+    first = name.split(".")[0]
+    if first in FENCED:
+        return name
+    folder = ".".join(pathlib.PurePosixPath(module.where).parent.parts)
+    if folder and f"{folder}.{first}" in modules:
+        return f"{folder}.{name}"
+    return None
+
+
 def _read_imports(module: Module, modules: dict[str, Module]) -> None:
     skipped = _skipped_at_run_time(module.tree)
     for node in ast.walk(module.tree):
@@ -105,15 +123,20 @@ def _read_imports(module: Module, modules: dict[str, Module]) -> None:
             continue
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] not in FENCED:
+                name = _fenced(module, modules, alias.name)
+                if name is None:
                     continue
-                module.imports.append((alias.name, node.lineno))
+                module.imports.append((name, node.lineno))
+                # ``import a.b`` binds ``a``; ``import a.b as c`` binds ``c`` to ``a.b``
+                folder = name[: len(name) - len(alias.name)]  # "" or a sibling's "folder."
                 module.aliases[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0]
+                    name if alias.asname else folder + alias.name.split(".")[0]
                 )
         elif isinstance(node, ast.ImportFrom):
             source = _absolute(module, node)
-            if source.split(".")[0] not in FENCED:
+            if not node.level:
+                source = _fenced(module, modules, source)
+            if source is None or source.split(".")[0] not in FENCED:
                 continue
             module.imports.append((source, node.lineno))
             for alias in node.names:
@@ -456,7 +479,7 @@ FAKE_LAYOUT = {
         },
         {
             "name": "tests",
-            "paths": ["tests/**/*.py"],
+            "paths": ["tests/**/*.py", "browser_tests/*.py"],
             "imports": ["support", "lesson"],
             "own": False,
             "says": "",
@@ -506,6 +529,10 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
                 "from tests.support import helper\nfrom tests.unit import test_b\n"
             ),
             "tests/unit/test_b.py": "import dpkit.programs.throughput\n",
+            # test modules that import a sibling by its bare name (browser_tests/ is on
+            # sys.path); json is no sibling, and tests/unit/test_b is in another folder
+            "browser_tests/test_c.py": "import json\nimport test_d\nfrom test_d import Lab\n",
+            "browser_tests/test_d.py": "import test_b\nLab = object\n",
         },
     )
     assert off_the_map(modules) == ["dpkit/stray/thing.py: no tier's paths match it"]
@@ -522,6 +549,10 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "    dpkit/devices.py:2 imports dpkit.bench"
     ]
     assert upward_imports(modules) == [
+        "browser_tests/test_c.py:2: tests imports browser_tests.test_d (tests); it may import "
+        "lesson, support",
+        "browser_tests/test_c.py:3: tests imports browser_tests.test_d (tests); it may import "
+        "lesson, support",
         "dpkit/bench.py:3: lesson imports dpkit.programs (programs); it may import lesson, "
         "plumbing",
         "dpkit/bench.py:3: lesson imports dpkit.programs.throughput (programs); it may import "
