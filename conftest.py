@@ -20,6 +20,7 @@ from tests.support.durations import (
     DURATIONS,
     ROOMS,
     DurationRecorder,
+    cpu_seconds,
     longest_first,
     room_of,
     stored,
@@ -53,3 +54,21 @@ def pytest_collection_modifyitems(config, items):
         return
     order = longest_first([item.nodeid for item in items], stored())
     items[:] = [items[i] for i in order]
+
+
+CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    item.stash[CPU_AT_SETUP] = cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test's CPU seconds, its reaped children's included, ride on its teardown report."""
+    outcome = yield
+    if call.when == "teardown" and CPU_AT_SETUP in item.stash:
+        spent = cpu_seconds() - item.stash[CPU_AT_SETUP]
+        outcome.get_result().user_properties.append(("cpu_seconds", spent))

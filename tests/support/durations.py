@@ -4,6 +4,7 @@ seconds, written by ``--store-durations`` to tests/durations.json and read to or
 from __future__ import annotations
 
 import json
+import resource
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -40,15 +41,28 @@ def longest_first(nodeids: list[str], seconds: dict[str, float]) -> list[int]:
     )
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user and system) of this process and of every child it has reaped: a
+    test's delta counts the kernels and TensorFlow processes it started and waited for."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 class DurationRecorder:
     """Adds up each file's setup, call and teardown seconds; writes them when the run ends."""
 
     def __init__(self, path: Path = DURATIONS, root: Path = ROOT):
         self.path, self.root = path, root
         self.seconds: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
 
     def pytest_runtest_logreport(self, report):
-        self.seconds[report.nodeid.split("::")[0]] += report.duration
+        path = report.nodeid.split("::")[0]
+        self.seconds[path] += report.duration
+        self.cpu[path] += dict(report.user_properties).get("cpu_seconds", 0.0)
 
     def pytest_sessionfinish(self, session, exitstatus):
         if not self.seconds:
@@ -56,9 +70,13 @@ class DurationRecorder:
         known = stored(self.path)
         known.update({f: round(s, 1) for f, s in self.seconds.items()})
         known = {f: s for f, s in known.items() if (self.root / f).exists()}  # gone files leave
+        cpu = {f: round(s, 1) for f, s in self.cpu.items() if f in known}
         record = {
             "written_by": "make durations (pytest --store-durations); orders make test's files",
             "seconds": dict(sorted(known.items(), key=lambda kv: -kv[1])),
+            # CPU seconds of the last run, its kernels and child processes included: where
+            # the machine's time goes (two workers on two cores share it).
+            "cpu_seconds": dict(sorted(cpu.items(), key=lambda kv: -kv[1])),
         }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

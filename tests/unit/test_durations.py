@@ -38,16 +38,18 @@ def test_the_recorder_adds_up_each_file_and_drops_files_that_are_gone(tmp_path):
     old = {"tests/kept.py": 7.0, "tests/run.py": 1.0, "tests/gone.py": 50.0}
     path.write_text(json.dumps({"seconds": old}))
     recorder = durations.DurationRecorder(path, tmp_path)
-    for nodeid, seconds in [
-        ("tests/run.py::a", 0.25),  # setup, call and teardown of one test: three reports
-        ("tests/run.py::a", 2.0),
-        ("tests/run.py::a", 0.25),
-        ("tests/run.py::b", 10.0),
+    for nodeid, seconds, cpu in [
+        ("tests/run.py::a", 0.25, []),  # setup, call and teardown of one test: three reports
+        ("tests/run.py::a", 2.0, []),
+        ("tests/run.py::a", 0.25, [("cpu_seconds", 3.5)]),  # the teardown carries the CPU
+        ("tests/run.py::b", 10.0, [("cpu_seconds", 1.0)]),
     ]:
-        recorder.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, duration=seconds))
+        report = SimpleNamespace(nodeid=nodeid, duration=seconds, user_properties=cpu)
+        recorder.pytest_runtest_logreport(report)
     recorder.pytest_sessionfinish(None, 0)
     record = json.loads(path.read_text())
     assert record["seconds"] == {"tests/run.py": 12.5, "tests/kept.py": 7.0}
+    assert record["cpu_seconds"] == {"tests/run.py": 4.5}
     assert list(record["seconds"]) == ["tests/run.py", "tests/kept.py"]  # longest first
     assert not path.with_suffix(".tmp").exists()
 
