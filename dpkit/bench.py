@@ -33,25 +33,17 @@ from dpkit.report import DATASETS, MODELS, STRATEGIES, Config, Report, Result  #
 
 @dataclass(frozen=True)
 class Event:
-    """Something that happened during a run, as it happened.
+    """Something that happened during a run, as it happened."""
 
-    Attributes:
-        kind: ``"start"`` (a child was started), ``"ready"`` (it set up its devices and
-            built the model), ``"peak"`` (matmul peak measured), ``"window"`` (a
-            measurement window finished) or ``"result"`` (the run ended, well or not).
-        index: position of the run in its sweep (0 for a single run).
-        total: number of runs in the sweep.
-        config: the run's configuration.
-        data: the child's record (``"ready"``, ``"peak"``, ``"window"``), else ``{}``.
-        result: the :class:`Result` (``"result"`` only).
-    """
-
+    # "start" (a child was started), "ready" (it set up its devices and built the model),
+    # "peak" (matmul peak measured), "window" (a measurement window finished) or "result"
+    # (the run ended, well or not)
     kind: str
-    index: int
-    total: int
+    index: int  # position of the run in its sweep (0 for a single run)
+    total: int  # number of runs in the sweep
     config: Config
-    data: dict = field(default_factory=dict)
-    result: Result | None = None
+    data: dict = field(default_factory=dict)  # the child's record ("ready", "peak", "window")
+    result: Result | None = None  # "result" only
 
 
 def _events(config, index, total, stop: threading.Event, on_child=None, argv=None):
@@ -120,33 +112,19 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
 
 def _keep(result: Result, message: contract.Event) -> None:
     """Copy what ``result`` keeps of one of the throughput program's records."""
-    if isinstance(message, contract.ThroughputReady):
-        result.num_devices = message.num_devices
-        result.device_names = message.device_names
-        result.device_case = message.device_case
-        result.physical_devices = message.physical_devices
-        result.flops_per_example = message.flops_per_example
-    elif isinstance(message, contract.ThroughputPeak):
+    if isinstance(message, contract.ThroughputPeak):
         result.peak_flops_per_sec = message.flops_per_sec
     elif isinstance(message, contract.ThroughputWindow):
         result.window_rates.append(message.examples_per_sec)
-    elif isinstance(message, contract.ThroughputSummary):
-        result.examples_per_sec = message.examples_per_sec
-        result.mean_examples_per_sec = message.mean_examples_per_sec
-        result.spread = message.spread
-        result.sec_per_step = message.sec_per_step
+    else:  # ready, summary: every field Result has by the same name
+        for name, value in message.to_record().items():
+            if hasattr(result, name):
+                setattr(result, name, value)
 
 
 def run(config: Config, *, on_event=None) -> Result:
-    """Run one configuration in a child process and return what it measured.
-
-    Args:
-        config: a :class:`Config` (already checked when it was made).
-        on_event: called with each :class:`Event` as it arrives.
-
-    Returns:
-        A :class:`Result`; check ``result.ok``.
-    """
+    """Run one configuration in a child process, calling ``on_event`` with each :class:`Event`
+    as it arrives; return the :class:`Result` (check ``result.ok``)."""
     for event in _events(config, 0, 1, threading.Event()):
         if on_event is not None:
             on_event(event)
@@ -217,15 +195,11 @@ class Sweep:
                 print(event.result.num_devices, event.result.examples_per_sec)
         print(sweep.report.table())
 
-    Args:
-        device_counts: e.g. ``[1, 2, 4]``.
-        scaling: ``"strong"`` (``batch`` is the global batch, the same for every count)
-            or ``"weak"`` (``batch`` is per device, the global batch grows with ``n``).
-        measure_peak: measure the matmul peak in the first run, for MFU.
-        **config: the other :class:`Config` fields (``model``, ``strategy``, ``batch``, ...).
-
-    Raises:
-        ValueError: a bad count, scaling, or configuration, before any child starts.
+    ``scaling="strong"``: ``batch`` is the global batch, the same for every count;
+    ``"weak"``: ``batch`` is per device, the global batch grows with ``n``. ``measure_peak``
+    measures the matmul peak in the first run, for MFU; ``**config`` holds the other
+    :class:`Config` fields. A bad count, scaling or configuration raises ``ValueError`` before
+    any child starts.
     """
 
     def __init__(

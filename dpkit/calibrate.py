@@ -54,24 +54,15 @@ def ring_coefficients(workers: int) -> tuple[int, float]:
 def fit_alpha_beta(sizes_bytes, seconds, workers: int) -> tuple[float, float]:
     """Fit the ring model ``t(M) = 2(n-1) alpha + 2(n-1)/n M beta`` to measured times.
 
+    ``sizes_bytes[i]`` took ``seconds[i]`` over ``workers`` workers (a size may repeat, one
+    entry per sample). Returns ``(alpha_s, beta_s_per_byte)``: seconds per step, and seconds
+    per byte on a link.
+
     A least-squares fit of *relative* errors (each equation divided by its measured time),
     so that a 4 KB message counts as much as a 16 MB one: in plain least squares the
     largest messages decide everything and ``alpha`` drowns in their noise. Neither may be
     negative (a negative latency or bandwidth means nothing), so when the best fit has one
     below zero it is fixed at 0 and the other fitted alone (non-negative least squares).
-
-    Args:
-        sizes_bytes: message size of each measurement, in bytes (a size may repeat, e.g.
-            one entry per sample).
-        seconds: the measured all-reduce time of each, in seconds.
-        workers: the number of workers ``n`` that all-reduced (at least 2).
-
-    Returns:
-        ``(alpha_s, beta_s_per_byte)``: seconds per step, and seconds per byte on a link.
-
-    Raises:
-        ValueError: lengths differ, fewer than 2 distinct sizes, a size or time that is not
-            a positive number, or fewer than 2 workers.
     """
     workers = checks.whole(workers, "workers", 2, "e.g. workers=2 (a ring needs two)")
     m = _positive_array(sizes_bytes, "sizes_bytes", "message sizes in bytes, e.g. [4096, 65536]")
@@ -121,45 +112,23 @@ def _positive_array(values, what: str, example: str) -> np.ndarray:
 
 @dataclass
 class Calibration:
-    """What :func:`measure` found on this machine.
+    """What :func:`measure` found on this machine."""
 
-    Attributes:
-        workers: worker processes that all-reduced (``n``).
-        sizes_bytes: the message sizes, in bytes, smallest first.
-        seconds: the median all-reduce time of each size, in seconds.
-        raw_seconds: every sample of each size (one list per size), in seconds.
-        alpha_s: the fitted latency, seconds per ring step.
-        beta_s_per_byte: the fitted seconds per byte on a link.
-        matmul_flops_per_s: float32 matmul FLOP/s of one pinned core running one thread
-            (``None`` if not measured).
-        cores: the cores the workers ran on.
-        pinned: whether each worker was pinned to its core.
-        machine: what ran it (TensorFlow version, usable cores).
-    """
-
-    workers: int
-    sizes_bytes: list
-    seconds: list
-    raw_seconds: list
-    alpha_s: float
-    beta_s_per_byte: float
-    matmul_flops_per_s: float | None = None
-    cores: list = field(default_factory=list)
-    pinned: bool = True
-    machine: dict = field(default_factory=dict)
+    workers: int  # worker processes that all-reduced (n)
+    sizes_bytes: list  # the message sizes, smallest first
+    seconds: list  # the median all-reduce time of each size
+    raw_seconds: list  # every sample of each size (one list per size)
+    alpha_s: float  # the fitted latency, seconds per ring step
+    beta_s_per_byte: float  # the fitted seconds per byte on a link
+    matmul_flops_per_s: float | None = None  # float32 matmuls of one pinned core, one thread
+    cores: list = field(default_factory=list)  # the cores the workers ran on
+    pinned: bool = True  # whether each worker was pinned to its core
+    machine: dict = field(default_factory=dict)  # what ran it (TensorFlow, usable cores)
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
         """Bytes per second on a link, ``1 / beta`` (``inf`` if ``beta`` fitted to 0)."""
         return 1.0 / self.beta_s_per_byte if self.beta_s_per_byte > 0 else float("inf")
-
-    @property
-    def crossover_bytes(self) -> float:
-        """The message size whose latency and bandwidth terms are equal, ``n alpha / beta``:
-        smaller messages are mostly latency, larger ones mostly bandwidth."""
-        if self.beta_s_per_byte <= 0:
-            return float("inf")
-        return self.workers * self.alpha_s / self.beta_s_per_byte
 
     def predict(self, nbytes):
         """All-reduce seconds of ``nbytes`` (a number or an array) by the fitted model.
@@ -167,18 +136,13 @@ class Calibration:
         The same formula as lesson 04's ``gradients.all_reduce_seconds("ring", ...)`` with
         ``latency_sec=alpha_s`` and ``link_bytes_per_sec=bandwidth_bytes_per_s``.
         """
-        one = np.ndim(nbytes) == 0
+        link, alpha = self.bandwidth_bytes_per_s, self.alpha_s
+        seconds = gradients.all_reduce_seconds
         values = [
-            gradients.all_reduce_seconds(
-                "ring",
-                self.workers,
-                float(m),
-                self.bandwidth_bytes_per_s,
-                latency_sec=self.alpha_s,
-            )
+            seconds("ring", self.workers, float(m), link, latency_sec=alpha)
             for m in np.ravel(nbytes)
         ]
-        return values[0] if one else np.reshape(values, np.shape(nbytes))
+        return values[0] if np.ndim(nbytes) == 0 else np.reshape(values, np.shape(nbytes))
 
     def table(self) -> str:
         """Each size's measured median, the fitted time and their difference."""
@@ -210,17 +174,14 @@ class Calibration:
         high = np.array([max(s) for s in self.raw_seconds]) - medians
         ax.errorbar(sizes, medians, yerr=[low, high], fmt="o", capsize=3, label="measured")
         line = np.geomspace(sizes.min() / 2, sizes.max() * 2, 100)
-        ax.plot(
-            line,
-            self.predict(line),
-            label=f"fit: alpha {self.alpha_s * 1e6:.0f} us, "
-            f"{self.bandwidth_bytes_per_s / 1e6:,.0f} MB/s",
+        fit = (
+            f"fit: alpha {self.alpha_s * 1e6:.0f} us, {self.bandwidth_bytes_per_s / 1e6:,.0f} MB/s"
         )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("seconds per all-reduce")
-        ax.set_title(f"ring all-reduce over {self.workers} workers")
+        ax.plot(line, self.predict(line), label=fit)
+        ax.set(xscale="log", yscale="log", xlabel="message size (bytes)")
+        ax.set(
+            ylabel="seconds per all-reduce", title=f"ring all-reduce over {self.workers} workers"
+        )
         ax.legend()
         return ax
 
@@ -249,13 +210,7 @@ class Calibration:
 
 
 def _check(workers, sizes_bytes, repeats, timeout, echo):
-    cores = pinned.usable_cores()
-    checks.whole(workers, "workers", 2, "e.g. workers=2 (a ring needs two)")
-    if workers > len(cores):
-        raise ValueError(
-            f"workers={workers} but this process may use only {len(cores)} core(s) {cores}; "
-            "a pinned worker needs a core of its own: use workers<=" + str(len(cores)) + "."
-        )
+    cores = pinned.cores_for(workers, "e.g. workers=2 (a ring needs two)")
     if isinstance(sizes_bytes, (str, bytes)) or not hasattr(sizes_bytes, "__iter__"):
         raise ValueError(f"sizes_bytes must be a list of byte counts, got {sizes_bytes!r}.")
     sizes = sorted(set(sizes_bytes))
@@ -275,7 +230,7 @@ def _check(workers, sizes_bytes, repeats, timeout, echo):
     checks.positive_seconds(timeout, "timeout")
     if echo is not None and not callable(echo):
         raise ValueError(f"echo must be a function such as print, or None, got {echo!r}.")
-    return sizes, cores[:workers]
+    return sizes, cores
 
 
 def measure(
@@ -293,23 +248,11 @@ def measure(
     averages several all-reduces run back to back); the slowest worker's time counts.
     Worker 0 then times float32 matmuls on its one core.
 
-    Args:
-        workers: worker processes, one per core (at most the cores this process may use).
-        sizes_bytes: message sizes in bytes, multiples of 4 (default :data:`DEFAULT_SIZES`,
-            4 KB to 16 MB).
-        repeats: timed samples per size.
-        timeout: seconds any one wait may take before every worker is killed (TensorFlow's
-            start-up included).
-        echo: called with progress lines (``print`` for live output; ``None``: silent).
-
-    Returns:
-        A :class:`Calibration`.
-
-    Raises:
-        ValueError: a bad argument, before any process starts.
-        dpkit.tasks.TaskFailedError: a worker failed (the end of its stderr is in the
-            message).
-        TimeoutError: a wait took longer than ``timeout``.
+    ``workers`` is at most the cores this process may use; ``sizes_bytes`` are multiples of
+    4 (default :data:`DEFAULT_SIZES`); ``timeout`` is what any one wait may take (TensorFlow's
+    start-up included) before every worker is killed; ``echo`` (e.g. ``print``) gets progress
+    lines. A bad argument raises ``ValueError`` before any process starts; a failed worker
+    ``dpkit.tasks.TaskFailedError``, with the end of its stderr.
     """
     sizes_bytes = DEFAULT_SIZES if sizes_bytes is None else sizes_bytes
     sizes, cores = _check(workers, sizes_bytes, repeats, timeout, echo)
@@ -341,15 +284,5 @@ def measure(
         # flight: stopping them here saves TensorFlow's slow teardown (seconds)
     medians = [statistics.median(samples) for samples in raw]
     alpha, beta = fit_alpha_beta(sizes, medians, workers)  # medians: a busy moment counts less
-    return Calibration(
-        workers=workers,
-        sizes_bytes=sizes,
-        seconds=medians,
-        raw_seconds=raw,
-        alpha_s=alpha,
-        beta_s_per_byte=beta,
-        matmul_flops_per_s=flops,
-        cores=cores,
-        pinned=pin,
-        machine={"tensorflow": ready[0].tensorflow, "usable_cores": len(pinned.usable_cores())},
-    )
+    machine = {"tensorflow": ready[0].tensorflow, "usable_cores": len(pinned.usable_cores())}
+    return Calibration(workers, sizes, medians, raw, alpha, beta, flops, cores, pin, machine)

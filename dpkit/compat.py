@@ -40,14 +40,10 @@ def _layer(name, x, shape, init, conv, relu):
 def lenet5_tf1(images, weights=None, num_classes: int = 10):
     """LeNet-5 logits in TF1 style; same layout and variable order as ``models.lenet5``.
 
-    Args:
-        images: a ``[batch, height, width, channels]`` tensor (height and width divisible by 4).
-        weights: optional list of 8 arrays (``keras_model.get_weights()``) to start from;
-            default: Glorot-uniform weights and zero biases.
-        num_classes: size of the output layer.
-
-    Returns:
-        The logits tensor. Variables are ``conv1/weights``, ``conv1/biases``, ... ``logits/biases``.
+    ``images`` is ``[batch, height, width, channels]`` (height and width divisible by 4);
+    ``weights``, 8 arrays (``keras_model.get_weights()``), to start from (default:
+    Glorot-uniform weights and zero biases). The variables are ``conv1/weights``,
+    ``conv1/biases``, ... ``logits/biases``.
     """
     import tensorflow as tf
 
@@ -76,21 +72,12 @@ def assign_to_device(device: str, ps_device: str = "/device:CPU:0"):
 class TowerTrainer:
     """The sources' TF1 multi-device trainer, built in a graph of its own.
 
-    Use as a context manager (it owns a ``Session``), or call :meth:`close`.
-
-    Args:
-        devices: one device name per tower (what ``devices.setup`` returned).
-        global_batch_size: examples per step, divisible by the number of devices.
-        input_shape: shape of one example.
-        num_classes: size of the output layer.
-        initial_weights: optional list of arrays to start from (a Keras model's weights).
-        optimizer: ``"sgd"`` (``GradientDescentOptimizer``) or ``"adam"`` (``AdamOptimizer``).
-        learning_rate: the optimizer's rate.
-        ps_device: where the variables and the averaging live.
-        model_fn: ``model_fn(images, weights, num_classes) -> logits``; default :func:`lenet5_tf1`.
-
-    Raises:
-        ValueError: bad devices, batch or optimizer name.
+    Use as a context manager (it owns a ``Session``), or call :meth:`close`. One tower per
+    device of ``devices``; ``global_batch_size`` divisible by their number;
+    ``initial_weights``: a Keras model's weights to start from; ``optimizer``: ``"sgd"``
+    (``GradientDescentOptimizer``) or ``"adam"`` (``AdamOptimizer``); ``ps_device``: where
+    the variables and the averaging live; ``model_fn(images, weights, num_classes) ->
+    logits``: default :func:`lenet5_tf1`.
     """
 
     def __init__(
@@ -124,22 +111,19 @@ class TowerTrainer:
                 image_shards = tf.split(self.images, len(devices))
                 label_shards = tf.split(self.labels, len(devices))
                 self.global_step = v1.train.get_or_create_global_step()
-                opt = (
-                    v1.train.GradientDescentOptimizer(learning_rate)
-                    if optimizer == "sgd"
-                    else v1.train.AdamOptimizer(learning_rate)
-                )
+                optimizers = {
+                    "sgd": v1.train.GradientDescentOptimizer,
+                    "adam": v1.train.AdamOptimizer,
+                }
+                opt = optimizers[optimizer](learning_rate)
             tower_grads, self.tower_losses = [], []
             for i, device in enumerate(devices):
                 with v1.device(assign_to_device(device, ps_device)), tf.name_scope(f"tower_{i}"):
                     # Tower 0 creates the variables; the others reuse them.
                     with v1.variable_scope(v1.get_variable_scope(), reuse=i > 0):
                         logits = model_fn(image_shards[i], initial_weights, num_classes)
-                    loss = tf.reduce_mean(
-                        tf.nn.sparse_softmax_cross_entropy_with_logits(
-                            labels=label_shards[i], logits=logits
-                        )
-                    )
+                    xent = tf.nn.sparse_softmax_cross_entropy_with_logits
+                    loss = tf.reduce_mean(xent(labels=label_shards[i], logits=logits))
                     tower_grads.append(opt.compute_gradients(loss))
                 self.tower_losses.append(loss)
             with tf.device(ps_device), tf.name_scope("average"):

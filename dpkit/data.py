@@ -20,23 +20,13 @@ import numpy as np
 
 from dpkit.plumbing import checks
 
+_KERAS = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
+_CIFAR = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 #: name -> (Keras loader module, file or folder in the Keras cache, download address)
 KERAS_DATASETS = {
-    "mnist": (
-        "mnist",
-        "mnist.npz",
-        "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz",
-    ),
-    "fashion_mnist": (
-        "fashion_mnist",
-        "fashion-mnist",
-        "https://storage.googleapis.com/tensorflow/tf-keras-datasets/",
-    ),
-    "cifar10": (
-        "cifar10",
-        "cifar-10-batches-py",
-        "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
-    ),
+    "mnist": ("mnist", "mnist.npz", _KERAS + "mnist.npz"),
+    "fashion_mnist": ("fashion_mnist", "fashion-mnist", _KERAS),
+    "cifar10": ("cifar10", "cifar-10-batches-py", _CIFAR),
 }
 NAMES = ("digits", *KERAS_DATASETS)
 
@@ -51,14 +41,8 @@ class DatasetUnavailableError(RuntimeError):
 
 @dataclass(frozen=True)
 class Arrays:
-    """A dataset as NumPy arrays: images in [0, 1], float32, NHWC; labels int32.
-
-    Attributes:
-        name: the dataset's name.
-        x_train, y_train, x_test, y_test: the splits.
-        num_classes: how many labels there are.
-        class_names: a readable name per label.
-    """
+    """A dataset as NumPy arrays: images in [0, 1], float32, NHWC; labels int32; a readable
+    name per label in ``class_names``."""
 
     name: str
     x_train: np.ndarray = field(repr=False)
@@ -116,33 +100,15 @@ def keras_cache_path(name: str) -> str:
     return os.path.join(home, "datasets", fname)
 
 
+# fmt: off
 _CLASS_NAMES = {
     "mnist": tuple(str(d) for d in range(10)),
-    "fashion_mnist": (
-        "T-shirt/top",
-        "Trouser",
-        "Pullover",
-        "Dress",
-        "Coat",
-        "Sandal",
-        "Shirt",
-        "Sneaker",
-        "Bag",
-        "Ankle boot",
-    ),
-    "cifar10": (
-        "airplane",
-        "automobile",
-        "bird",
-        "cat",
-        "deer",
-        "dog",
-        "frog",
-        "horse",
-        "ship",
-        "truck",
-    ),
+    "fashion_mnist": ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
+                      "Sneaker", "Bag", "Ankle boot"),
+    "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
+                "truck"),
 }
+# fmt: on
 
 
 def _from_keras(name: str, download: bool) -> Arrays:
@@ -175,35 +141,21 @@ def _from_keras(name: str, download: bool) -> Arrays:
         x = np.asarray(x, np.float32) / 255.0
         return x[..., None] if x.ndim == 3 else x
 
-    return Arrays(
-        name,
-        prepare(x_train),
-        np.asarray(y_train, np.int32).reshape(-1),
-        prepare(x_test),
-        np.asarray(y_test, np.int32).reshape(-1),
-        10,
-        _CLASS_NAMES[name],
-    )
+    labels = lambda y: np.asarray(y, np.int32).reshape(-1)  # noqa: E731
+    x_train, x_test = prepare(x_train), prepare(x_test)
+    y_train, y_test = labels(y_train), labels(y_test)
+    return Arrays(name, x_train, y_train, x_test, y_test, 10, _CLASS_NAMES[name])
 
 
 def load(
     name: str = "digits", *, seed: int = 0, test_fraction: float = 0.2, download: bool = True
 ) -> Arrays:
-    """Load a dataset as NumPy arrays.
+    """Load a dataset as :class:`Arrays`: ``"digits"`` (offline, the default), ``"mnist"``,
+    ``"fashion_mnist"`` or ``"cifar10"``.
 
-    Args:
-        name: ``"digits"`` (offline, the default), ``"mnist"``, ``"fashion_mnist"``
-            or ``"cifar10"``.
-        seed: seeds the train/test split of ``"digits"`` (the others come pre-split).
-        test_fraction: share of ``"digits"`` kept for testing.
-        download: allow the Keras loaders to fetch a dataset that is not cached.
-
-    Returns:
-        An :class:`Arrays`.
-
-    Raises:
-        ValueError: unknown name or a test fraction outside (0, 1).
-        DatasetUnavailableError: a Keras dataset is neither cached nor downloadable.
+    ``seed`` and ``test_fraction`` split ``"digits"`` (the others come pre-split); ``download``
+    lets the Keras loaders fetch a dataset that is not cached (else
+    :class:`DatasetUnavailableError`).
     """
     if name not in NAMES:
         raise ValueError(
@@ -229,22 +181,10 @@ def make_dataset(
     """Turn arrays into a batched ``tf.data.Dataset`` of ``(images, labels)``.
 
     With a seed, the shuffled order is the same on every run, so two training
-    runs (say TF2 and TF1 side by side) see identical batches.
-
-    Args:
-        x, y: examples and labels with the same first dimension.
-        batch_size: examples per batch (the global batch in later lessons).
-        shuffle: reshuffle each pass through the data.
-        seed: the shuffle seed.
-        repeat: loop forever (for step-counted training loops).
-        drop_remainder: drop a last, smaller batch so every batch has the same shape.
-
-    Returns:
-        A ``tf.data.Dataset``.
-
-    Raises:
-        ValueError: bad batch size, or one larger than the data when ``drop_remainder``
-            (the dataset would be empty).
+    runs (say TF2 and TF1 side by side) see identical batches. ``batch_size`` is the global
+    batch in later lessons; ``shuffle`` reshuffles each pass; ``repeat`` loops forever (for
+    step-counted loops); ``drop_remainder`` drops a last, smaller batch so every batch has
+    the same shape.
     """
     import tensorflow as tf
 
@@ -269,15 +209,7 @@ def datasets(name: str = "digits", *, batch_size: int = 64, seed: int = 0, downl
 
     The training set is shuffled with ``seed`` and repeats forever (loops count
     steps, not epochs); the test set is read once, in order, keeping every example.
-
-    Args:
-        name: as for :func:`load`.
-        batch_size: examples per batch.
-        seed: split and shuffle seed.
-        download: as for :func:`load`.
-
-    Returns:
-        ``(train_ds, test_ds, arrays)``.
+    Returns ``(train_ds, test_ds, arrays)``.
     """
     batch_size = checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     arrays = load(name, seed=seed, download=download)
@@ -292,20 +224,8 @@ def synthetic(shape=(28, 28, 1), num_classes: int = 10, *, batch_size: int = 64,
     """An endless dataset of one random batch, for throughput runs.
 
     The same batch repeats from memory, so the input pipeline never limits the
-    measured speed.
-
-    Args:
-        shape: shape of one example, e.g. ``(32, 32, 3)``.
-        num_classes: labels are drawn from ``0..num_classes-1``.
-        batch_size: examples per batch.
-        seed: seeds the random values.
-
-    Returns:
-        A ``tf.data.Dataset`` of ``(images, labels)`` batches.
-
-    Raises:
-        ValueError: a shape with a non-positive dimension, fewer than 2 classes,
-            or a bad batch size.
+    measured speed. ``shape`` is one example's, e.g. ``(32, 32, 3)``; labels are drawn from
+    ``0..num_classes-1``.
     """
     import tensorflow as tf
 

@@ -44,21 +44,14 @@ _EXPLANATIONS = {
 
 @dataclass(frozen=True)
 class Plan:
-    """What :func:`setup` will do on a machine, decided before touching TensorFlow.
+    """What :func:`setup` will do on a machine, decided before touching TensorFlow."""
 
-    Attributes:
-        num_devices: how many devices the lesson asked for.
-        case: one of ``CASES``.
-        device_type: ``"GPU"`` or ``"CPU"``.
-        gpu_memory_mb: memory limit per logical GPU (``None`` unless ``case == "logical_gpus"``).
-        physical_index: for each logical device, the index of the physical device it sits
-            on, e.g. ``(0, 0, 1, 1)`` for 4 devices on 2 GPUs (always ``0`` on a CPU).
-    """
-
-    num_devices: int
-    case: str
-    device_type: str
-    gpu_memory_mb: int | None = None
+    num_devices: int  # how many devices the lesson asked for
+    case: str  # one of CASES
+    device_type: str  # "GPU" or "CPU"
+    gpu_memory_mb: int | None = None  # memory limit per logical GPU (case "logical_gpus" only)
+    # for each logical device, the index of the physical device it sits on, e.g. (0, 0, 1, 1)
+    # for 4 devices on 2 GPUs (always 0 on a CPU)
     physical_index: tuple[int, ...] = ()
 
     @property
@@ -93,14 +86,7 @@ class Plan:
         have. The lines come from the same steps ``setup`` carries out (``_steps``),
         so the text cannot drift from what it does. Paste them at the top of a
         program, before any other TensorFlow code, to get the same devices without dpkit.
-
-        Returns:
-            The lines, starting with the ``tf.config.list_physical_devices`` call
-            that names the physical devices the later lines use.
-
-        Raises:
-            ValueError: never for a plan made by :func:`plan` (which checks its
-                arguments); only if ``case`` is not one of ``CASES``.
+        The first line, ``tf.config.list_physical_devices``, names the devices the others use.
         """
         steps = _steps(self)
         listing = "gpus" if self.device_type == "GPU" else "cpus"
@@ -110,24 +96,16 @@ class Plan:
 
 @dataclass(frozen=True)
 class DeviceSetup:
-    """The result of :func:`setup`.
+    """The result of :func:`setup`."""
 
-    Attributes:
-        devices: full TensorFlow device names, e.g. ``("/device:CPU:0", "/device:CPU:1")``;
-            pass them to ``tf.device`` or to a strategy.
-        case: which of ``CASES`` applied.
-        device_type: ``"GPU"`` or ``"CPU"``.
-        explanation: one sentence saying what was done.
-        physical: names of the physical devices underneath.
-        physical_index: for each device, the index in ``physical`` of the one it sits on.
-    """
-
+    # full TensorFlow device names, e.g. ("/device:CPU:0", "/device:CPU:1"); pass them to
+    # tf.device or to a strategy
     devices: tuple[str, ...]
-    case: str
-    device_type: str
-    explanation: str
-    physical: tuple[str, ...]
-    physical_index: tuple[int, ...] = ()
+    case: str  # which of CASES applied
+    device_type: str  # "GPU" or "CPU"
+    explanation: str  # one sentence saying what was done
+    physical: tuple[str, ...]  # names of the physical devices underneath
+    physical_index: tuple[int, ...] = ()  # for each device, the index in physical of its own
 
     @property
     def num_devices(self) -> int:
@@ -159,19 +137,8 @@ def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -
     """Decide which case applies for ``n`` devices on a machine with ``num_gpus`` GPUs.
 
     Pure function: it touches no TensorFlow state, so you can ask what would
-    happen on a machine you do not have (lesson 00 does).
-
-    Args:
-        n: devices wanted.
-        num_gpus: physical GPUs on the machine.
-        gpu_memory_mb: memory per logical GPU when one GPU is split.
-
-    Returns:
-        A :class:`Plan`.
-
-    Raises:
-        ValueError: ``n`` is not a whole number in ``1..MAX_DEVICES``, or
-            ``num_gpus`` is negative, or ``gpu_memory_mb`` is not positive.
+    happen on a machine you do not have (lesson 00 does). ``gpu_memory_mb`` is the memory of
+    each logical GPU when a GPU is split.
     """
     n = count(n)
     num_gpus = checks.whole(num_gpus, "plan(): num_gpus", 0)
@@ -250,19 +217,11 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
     Call it once, before any other TensorFlow code in the process. Calling it
     again with the same ``n`` returns the same result. On a GPU machine (Colab's one
     GPU, say) it prints what it did and the ``tf.config`` calls it made; on a CPU it
-    prints nothing (lesson 00 shows those calls).
+    prints nothing (lesson 00 shows those calls). ``n`` is 1 to ``MAX_DEVICES``;
+    ``gpu_memory_mb`` is the memory of each logical GPU when a GPU has to be split.
 
-    Args:
-        n: how many devices to train on (1 to ``MAX_DEVICES``).
-        gpu_memory_mb: memory per logical GPU when one GPU has to be split.
-
-    Returns:
-        A :class:`DeviceSetup` with the device names and the case that applied.
-
-    Raises:
-        ValueError: ``n`` is not a whole number, is below 1 or above ``MAX_DEVICES``.
-        RuntimeError: TensorFlow already runs with a different device list
-            (restart the kernel, or use the sweep runner for several counts).
+    Raises ``RuntimeError`` when TensorFlow already runs with a different device list
+    (restart the kernel, or use the sweep runner for several counts).
     """
     global _current
     n = count(n)
@@ -303,36 +262,21 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
     if p.device_type == "GPU":  # e.g. Colab's one GPU: say what was done to it, and how
         print(f"devices.setup({n}): {p.explanation}. The calls it made:")
         print("\n".join(f"    {line}" for line in p.calls))
-    _current = DeviceSetup(
-        devices=tuple(d.name for d in logical),
-        case=p.case,
-        device_type=p.device_type,
-        explanation=p.explanation,
-        physical=tuple(d.name for d in physical),
-        physical_index=p.physical_index,
-    )
+    names = tuple(d.name for d in logical)
+    under = tuple(d.name for d in physical)
+    _current = DeviceSetup(names, p.case, p.device_type, p.explanation, under, p.physical_index)
     return _current
 
 
 def describe(result: DeviceSetup | None = None) -> str:
-    """A human-readable table of the devices a lesson will use.
-
-    Args:
-        result: what :func:`setup` returned; defaults to the current setup.
-
-    Returns:
-        A multi-line string (print it).
-
-    Raises:
-        RuntimeError: nothing was set up yet.
-    """
+    """A table (print it) of the devices of ``result``, what :func:`setup` returned (by
+    default the current setup)."""
     result = result or _current
     if result is None:
         raise RuntimeError("no devices set up yet: call devices.setup(n) first.")
     rows = [("index", "device", "kind", "backed by")]
-    kind = {"physical_gpus": "physical GPU", "logical_gpus": "logical GPU"}.get(
-        result.case, "logical CPU"
-    )
+    kinds = {"physical_gpus": "physical GPU", "logical_gpus": "logical GPU"}
+    kind = kinds.get(result.case, "logical CPU")
     for i, name in enumerate(result.devices):
         backing = result.physical[result.physical_index[i] if result.physical_index else 0]
         rows.append((str(i), name, kind, backing.replace("/physical_device:", "")))

@@ -89,21 +89,12 @@ def average_gradients(tower_grads, weights=None):
 
     Accepts both forms the sources use: a list (one entry per tower) of lists of
     ``(gradient, variable)`` pairs, as ``optimizer.compute_gradients`` returned in
-    TF1, or a list of plain gradient lists, as ``tape.gradient`` returns.
+    TF1, or a list of plain gradient lists, as ``tape.gradient`` returns, each tower's in
+    the same variable order. ``weights`` (one per tower, e.g. shard sizes, normalised to sum
+    to 1) weigh uneven splits; the default is the plain mean.
 
-    Args:
-        tower_grads: ``[tower0, tower1, ...]``, each a list in the same variable order.
-        weights: optional, one per tower (e.g. shard sizes) for uneven splits;
-            normalised to sum to 1. Default: plain mean.
-
-    Returns:
-        The same form as given: a list of ``(mean_gradient, variable)`` pairs or a
-        list of mean gradients. A gradient that is ``None`` in every tower stays
-        ``None``; ``tf.IndexedSlices`` gradients stay sparse.
-
-    Raises:
-        ValueError: no towers, towers with different numbers of gradients or
-            different variables, a gradient missing in some towers only, or bad weights.
+    Returns the same form as given. A gradient that is ``None`` in every tower stays
+    ``None``; ``tf.IndexedSlices`` gradients stay sparse.
     """
     tower_grads = [list(t) for t in tower_grads]
     if not tower_grads:
@@ -168,13 +159,6 @@ def average_add_n(tower_grads):
     return [tf.add_n(list(grads)) / len(grads) for grads in zip(*tower_grads)]
 
 
-TEACHING_IMPLEMENTATIONS = {
-    "expand_dims + concat + mean": average_concat_mean,
-    "stack + mean": average_stack_mean,
-    "add_n / N": average_add_n,
-}
-
-
 # --- All-reduce (lesson 04) ---
 
 
@@ -185,17 +169,8 @@ def ring_all_reduce(tensors, devices):
     passes one chunk to its right-hand neighbour, which adds it to its own; then
     device i holds the complete sum of chunk (i + 1) mod N. In N-1 *all-gather*
     steps the completed chunks travel once more around the ring. Each device sends
-    2(N-1)/N of the tensor in all, whatever N is.
-
-    Args:
-        tensors: N tensors of the same shape, tensor i on (or destined for) device i.
-        devices: N device names.
-
-    Returns:
-        N tensors, each the sum, the i-th placed on ``devices[i]``.
-
-    Raises:
-        ValueError: counts or shapes do not match.
+    2(N-1)/N of the tensor in all, whatever N is. Returns N tensors, each the sum, the i-th
+    placed on ``devices[i]``.
     """
     import numpy as np
     import tensorflow as tf
@@ -246,18 +221,8 @@ def all_reduce_seconds(
     * ``"ring"``: every link carries 2(N-1)/N of a message, all links at once,
       in 2(N-1) steps.
 
-    Args:
-        algorithm: ``"one_device"`` or ``"ring"``.
-        num_devices: N >= 1.
-        message_bytes: size of the gradients to reduce.
-        link_bytes_per_sec: bandwidth of one device's link.
-        latency_sec: fixed cost per step (per message sent).
-
-    Returns:
-        Seconds.
-
-    Raises:
-        ValueError: unknown algorithm or non-positive sizes.
+    ``link_bytes_per_sec`` is the bandwidth of one device's link; ``latency_sec`` is the
+    fixed cost per step (per message sent).
     """
     if algorithm not in ("one_device", "ring"):
         raise ValueError(f"algorithm must be 'one_device' or 'ring', got {algorithm!r}.")

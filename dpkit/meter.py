@@ -23,19 +23,12 @@ from dpkit.plumbing import checks
 
 @dataclass(frozen=True)
 class Window:
-    """One measurement: ``steps`` consecutive steps after the warm-up.
+    """One measurement: ``steps`` consecutive steps after the warm-up."""
 
-    Attributes:
-        index: 0 for the first window after the warm-up.
-        steps: steps in the window.
-        examples: examples processed in those steps.
-        seconds: wall time they took.
-    """
-
-    index: int
+    index: int  # 0 for the first window after the warm-up
     steps: int
-    examples: int
-    seconds: float
+    examples: int  # examples processed in those steps
+    seconds: float  # wall time they took
 
     @property
     def examples_per_sec(self) -> float:
@@ -48,15 +41,10 @@ class Window:
 
 @dataclass(frozen=True)
 class Summary:
-    """What a run measured.
+    """What a run measured."""
 
-    Attributes:
-        windows: every finished window, in order.
-        warmup_steps: steps dropped at the start.
-    """
-
-    windows: tuple[Window, ...]
-    warmup_steps: int
+    windows: tuple[Window, ...]  # every finished window, in order
+    warmup_steps: int  # steps dropped at the start
     _rates: tuple[float, ...] = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -116,33 +104,19 @@ class ThroughputMeter:
             window = meter.tick()         # a Window when one finishes, else None
         print(meter.summary().examples_per_sec)
 
-    Args:
-        global_batch_size: examples per step (``tick`` can override it per step).
-        warmup_steps: steps to drop at the start.
-        window_steps: steps per measurement window.
-        clock: a function returning seconds; ``time.perf_counter`` unless testing.
-
-    Raises:
-        ValueError: a count that is not a whole number in range.
+    ``global_batch_size`` is the examples per step (``tick`` can override it per step);
+    ``clock`` returns seconds (``time.perf_counter`` unless testing).
     """
 
     def __init__(
-        self,
-        global_batch_size: int,
-        *,
-        warmup_steps: int = 2,
-        window_steps: int = 10,
-        clock=time.perf_counter,
+        self, global_batch_size: int, *, warmup_steps=2, window_steps=10, clock=time.perf_counter
     ):
         self.global_batch_size = checks.whole(global_batch_size, "global_batch_size", 1)
         self.warmup_steps = checks.whole(warmup_steps, "warmup_steps", 0)
         self.window_steps = checks.whole(window_steps, "window_steps", 1)
         self._clock = clock
-        self._last = None
-        self._steps = 0
-        self._window_start = None
-        self._window_steps = 0
-        self._window_examples = 0
+        self._last = self._window_start = None
+        self._steps = self._window_steps = self._window_examples = 0
         self._windows: list[Window] = []
 
     def start(self) -> None:
@@ -150,17 +124,8 @@ class ThroughputMeter:
         self._last = self._window_start = self._clock()
 
     def tick(self, examples: int | None = None) -> Window | None:
-        """Mark the end of a step.
-
-        Args:
-            examples: examples in this step; default ``global_batch_size``.
-
-        Returns:
-            The :class:`Window` this step finished, or ``None``.
-
-        Raises:
-            RuntimeError: :meth:`start` was not called.
-        """
+        """Mark the end of a step of ``examples`` (default ``global_batch_size``); return the
+        :class:`Window` this step finished, or ``None``."""
         now = self._clock()
         if self._last is None:
             raise RuntimeError("call meter.start() before the first step, then tick() after each.")
@@ -173,9 +138,8 @@ class ThroughputMeter:
         self._window_examples += self.global_batch_size if examples is None else int(examples)
         if self._window_steps < self.window_steps:
             return None
-        window = Window(
-            len(self._windows), self._window_steps, self._window_examples, now - self._window_start
-        )
+        seconds = now - self._window_start
+        window = Window(len(self._windows), self._window_steps, self._window_examples, seconds)
         self._windows.append(window)
         self._window_start, self._window_steps, self._window_examples = now, 0, 0
         return window

@@ -21,7 +21,8 @@ import math
 
 from dpkit.plumbing import checks
 
-#: Rule of thumb: the backward pass costs about twice the forward pass.
+#: Rule of thumb: the backward pass (gradients for inputs and weights) costs about twice the
+#: forward pass.
 TRAINING_FLOPS_FACTOR = 3
 
 
@@ -43,85 +44,56 @@ def _lrn_class():
             )
 
         def get_config(self):
-            return {
-                **super().get_config(),
-                "depth_radius": self.depth_radius,
-                "bias": self.bias,
-                "alpha": self.alpha,
-                "beta": self.beta,
-            }
+            names = ("depth_radius", "bias", "alpha", "beta")
+            return {**super().get_config(), **{name: getattr(self, name) for name in names}}
 
     return LocalResponseNorm
 
 
 def lenet5(input_shape=(28, 28, 1), num_classes: int = 10):
-    """LeNet-5 as the sources use it (28x28 input).
-
-    Args:
-        input_shape: ``(height, width, channels)``; must be at least 4x4 after two poolings.
-        num_classes: size of the output layer.
-
-    Returns:
-        An uncompiled ``keras.Sequential`` producing logits.
-
-    Raises:
-        ValueError: a malformed shape, an image too small, or fewer than 2 classes.
-    """
+    """LeNet-5 as the sources use it (28x28 input; at least 4x4 for its two poolings), an
+    uncompiled ``keras.Sequential`` producing logits."""
     import keras
     from keras import layers
 
     shape = checks.shape(input_shape, "input_shape", 3, "(28, 28, 1)")
     if min(shape[:2]) < 4:
         raise ValueError(f"LeNet-5 needs images of at least 4x4 pixels, got {shape[:2]}.")
-    return keras.Sequential(
-        [
-            keras.Input(shape),
-            layers.Conv2D(32, 5, padding="same", activation="relu", name="conv1"),
-            layers.MaxPooling2D(2, name="pool1"),
-            layers.Conv2D(64, 5, padding="same", activation="relu", name="conv2"),
-            layers.MaxPooling2D(2, name="pool2"),
-            layers.Flatten(name="flatten"),
-            layers.Dense(512, activation="relu", name="fc1"),
-            layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="logits"),
-        ],
-        name="lenet5",
-    )
+    stack = [
+        keras.Input(shape),
+        layers.Conv2D(32, 5, padding="same", activation="relu", name="conv1"),
+        layers.MaxPooling2D(2, name="pool1"),
+        layers.Conv2D(64, 5, padding="same", activation="relu", name="conv2"),
+        layers.MaxPooling2D(2, name="pool2"),
+        layers.Flatten(name="flatten"),
+        layers.Dense(512, activation="relu", name="fc1"),
+        layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="logits"),
+    ]
+    return keras.Sequential(stack, name="lenet5")
 
 
 def cifar10_cnn(input_shape=(24, 24, 3), num_classes: int = 10):
-    """The CIFAR-10 CNN of TensorFlow's multi-GPU tutorial (24x24 crops).
-
-    Args:
-        input_shape: ``(height, width, channels)``.
-        num_classes: size of the output layer.
-
-    Returns:
-        An uncompiled ``keras.Sequential`` producing logits.
-
-    Raises:
-        ValueError: a malformed shape or fewer than 2 classes.
-    """
+    """The CIFAR-10 CNN of TensorFlow's multi-GPU tutorial (24x24 crops), an uncompiled
+    ``keras.Sequential`` producing logits."""
     import keras
     from keras import layers
 
     shape = checks.shape(input_shape, "input_shape", 3, "(24, 24, 3)")
     lrn = _lrn_class()
-    return keras.Sequential(
-        [
-            keras.Input(shape),
-            layers.Conv2D(64, 5, padding="same", activation="relu", name="conv1"),
-            layers.MaxPooling2D(3, strides=2, padding="same", name="pool1"),
-            lrn(name="norm1"),
-            layers.Conv2D(64, 5, padding="same", activation="relu", name="conv2"),
-            lrn(name="norm2"),
-            layers.MaxPooling2D(3, strides=2, padding="same", name="pool2"),
-            layers.Flatten(name="flatten"),
-            layers.Dense(384, activation="relu", name="local3"),
-            layers.Dense(192, activation="relu", name="local4"),
-            layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="logits"),
-        ],
-        name="cifar10_cnn",
-    )
+    stack = [
+        keras.Input(shape),
+        layers.Conv2D(64, 5, padding="same", activation="relu", name="conv1"),
+        layers.MaxPooling2D(3, strides=2, padding="same", name="pool1"),
+        lrn(name="norm1"),
+        layers.Conv2D(64, 5, padding="same", activation="relu", name="conv2"),
+        lrn(name="norm2"),
+        layers.MaxPooling2D(3, strides=2, padding="same", name="pool2"),
+        layers.Flatten(name="flatten"),
+        layers.Dense(384, activation="relu", name="local3"),
+        layers.Dense(192, activation="relu", name="local4"),
+        layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="logits"),
+    ]
+    return keras.Sequential(stack, name="cifar10_cnn")
 
 
 def mnist_mlp(
@@ -129,17 +101,8 @@ def mnist_mlp(
 ):
     """The TensorBoard chapter's perceptron: flatten -> hidden (ReLU) -> dropout -> logits.
 
-    Args:
-        input_shape: shape of one example (flattened inside the model).
-        num_classes: size of the output layer.
-        hidden_units: width of the hidden layer (the seed uses 500).
-        dropout: fraction dropped while training (the seed keeps 0.9, i.e. drops 0.1).
-
-    Returns:
-        An uncompiled ``keras.Sequential`` producing logits.
-
-    Raises:
-        ValueError: bad sizes or a dropout outside [0, 1).
+    ``dropout`` is the fraction dropped while training (the seed keeps 0.9, i.e. drops 0.1).
+    Returns an uncompiled ``keras.Sequential`` producing logits.
     """
     import keras
     from keras import layers
@@ -148,16 +111,14 @@ def mnist_mlp(
     hidden_units = checks.whole(hidden_units, "hidden_units", 1, "e.g. 500, as the seed")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout is the fraction dropped and must be in [0, 1), got {dropout!r}.")
-    return keras.Sequential(
-        [
-            keras.Input(shape),
-            layers.Flatten(name="flatten"),
-            layers.Dense(hidden_units, activation="relu", name="layer1"),
-            layers.Dropout(dropout, name="dropout"),
-            layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="layer2"),
-        ],
-        name="mnist_mlp",
-    )
+    stack = [
+        keras.Input(shape),
+        layers.Flatten(name="flatten"),
+        layers.Dense(hidden_units, activation="relu", name="layer1"),
+        layers.Dropout(dropout, name="dropout"),
+        layers.Dense(checks.whole(num_classes, "num_classes", 2, "e.g. 10"), name="layer2"),
+    ]
+    return keras.Sequential(stack, name="mnist_mlp")
 
 
 MODELS = {"lenet5": lenet5, "cifar10_cnn": cifar10_cnn, "mnist_mlp": mnist_mlp}
@@ -167,18 +128,7 @@ INPUT_SHAPES = {"lenet5": (28, 28, 1), "cifar10_cnn": (24, 24, 3), "mnist_mlp": 
 
 
 def build(name: str, **kwargs):
-    """Build a model by name (used by the command line and the benchmarks).
-
-    Args:
-        name: one of ``MODELS``.
-        **kwargs: passed to the builder (``input_shape``, ``num_classes``, ...).
-
-    Returns:
-        A ``keras.Model``.
-
-    Raises:
-        ValueError: unknown name.
-    """
+    """Build the model ``name`` (one of ``MODELS``) with ``kwargs`` (``input_shape``, ...)."""
     return MODELS[checks.one_of(name, MODELS, "model")](**kwargs)
 
 
@@ -213,13 +163,8 @@ def layer_flops(model) -> list[tuple[str, int]]:
 
     Counts what dominates: a multiply-add is 2 FLOPs in convolutions and dense
     layers, plus one per bias add. Activations, pooling, normalisation and
-    dropout are left out (well under 1% for these models).
-
-    Args:
-        model: a built Keras model whose layers are Conv2D, Dense or cheap layers.
-
-    Returns:
-        ``[(layer name, flops), ...]`` in model order.
+    dropout are left out (well under 1% for these models). Returns
+    ``[(layer name, flops), ...]`` in model order.
     """
     import keras
 
@@ -241,15 +186,8 @@ def layer_flops(model) -> list[tuple[str, int]]:
 
 
 def flops_per_example(model, *, training: bool = False) -> int:
-    """Estimated FLOPs to process one example.
-
-    Args:
-        model: as for :func:`layer_flops`.
-        training: include the backward pass (x ``TRAINING_FLOPS_FACTOR``).
-
-    Returns:
-        FLOPs as an int.
-    """
+    """Estimated FLOPs to process one example (``training``: with the backward pass, x
+    ``TRAINING_FLOPS_FACTOR``)."""
     forward = sum(f for _, f in layer_flops(model))
     return forward * (TRAINING_FLOPS_FACTOR if training else 1)
 

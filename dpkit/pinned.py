@@ -43,6 +43,18 @@ def usable_cores() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
+def cores_for(workers: int, example: str = "e.g. workers=2 (one per core)") -> list[int]:
+    """The first ``workers`` (at least 2) usable cores, one for each pinned worker."""
+    cores = usable_cores()
+    checks.whole(workers, "workers", 2, example)
+    if workers > len(cores):
+        raise ValueError(
+            f"workers={workers} but this process may use only {len(cores)} core(s) {cores}; "
+            f"a pinned worker needs a core of its own: use workers<={len(cores)}."
+        )
+    return cores[:workers]
+
+
 def can_pin() -> bool:
     """Whether this operating system lets a process pin itself to a core."""
     return hasattr(os, "sched_setaffinity")
@@ -55,29 +67,18 @@ def contender_names(workers: int) -> list[str]:
 
 @dataclass
 class Comparison:
-    """What :func:`compare` measured.
-
-    Attributes:
-        model, global_batch, workers: the configuration.
-        window_steps: steps per window.
-        seconds: ``{contender: [seconds of each window]}`` in round order.
-        pinned: whether the processes were pinned to cores.
-        cores: the cores used.
-        threads: ``{contender: intra-op threads per process}``.
-        machine: what ran it (cores, TensorFlow version).
-        checksums: ``{contender: [sum of the weights in each process]}`` after the run.
-    """
+    """What :func:`compare` measured."""
 
     model: str
     global_batch: int
     workers: int
     window_steps: int
-    seconds: dict = field(default_factory=dict)
-    pinned: bool = True
-    cores: list = field(default_factory=list)
-    threads: dict = field(default_factory=dict)
-    machine: dict = field(default_factory=dict)
-    checksums: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)  # {contender: [seconds of each window]}
+    pinned: bool = True  # whether the processes were pinned to cores
+    cores: list = field(default_factory=list)  # the cores used
+    threads: dict = field(default_factory=dict)  # {contender: intra-op threads per process}
+    machine: dict = field(default_factory=dict)  # what ran it (cores, TensorFlow version)
+    checksums: dict = field(default_factory=dict)  # {contender: [sum of each one's weights]}
 
     def rates(self, name: str) -> list[float]:
         """Examples/sec of each window of contender ``name``."""
@@ -144,23 +145,16 @@ class Comparison:
 
 def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, timeout):
     checks.one_of(model, bench.MODELS, "model")
-    cores = usable_cores()
-    workers = len(cores) if workers is None else workers
-    checks.whole(workers, "workers", 2, "e.g. workers=2 (one per core)")
-    if workers > len(cores):
-        raise ValueError(
-            f"workers={workers} but this process may use only {len(cores)} core(s) {cores}; "
-            "a pinned worker needs a core of its own: use workers<=" + str(len(cores)) + "."
-        )
+    cores = cores_for(len(usable_cores()) if workers is None else workers)
+    workers = len(cores)
     checks.whole(global_batch, "global_batch", workers, "e.g. global_batch=256")
-    checks.divides(
-        global_batch, workers, f"a global batch of {global_batch}", f"over {workers} workers"
-    )
+    what = f"a global batch of {global_batch}"
+    checks.divides(global_batch, workers, what, f"over {workers} workers")
     checks.whole(rounds, "rounds", 1, "e.g. rounds=5")
     checks.whole(window_steps, "window_steps", 1, "e.g. window_steps=2")
     checks.whole(warmup_steps, "warmup_steps", 1, "e.g. warmup_steps=2 (tracing happens there)")
     checks.positive_seconds(timeout, "timeout")
-    return workers, cores[:workers]
+    return workers, cores
 
 
 def compare(
@@ -177,25 +171,12 @@ def compare(
 ) -> Comparison:
     """Measure one thread, all threads in one process, and pinned worker processes.
 
-    Args:
-        model: one of :data:`dpkit.bench.MODELS`.
-        global_batch: examples per step, the same for every contender (strong scaling);
-            each pinned worker takes ``global_batch / workers`` of them.
-        workers: cores to use (default: every core this process may use; at least 2).
-        rounds: windows measured per contender, interleaved round by round.
-        window_steps: steps per window.
-        warmup_steps: steps each contender runs before measuring (tracing, allocation).
-        seed: seeds weights and data (the same in every contender).
-        timeout: seconds any one wait may take before every process is killed
-            (start-up included; generous, so that a busy machine only runs slower).
-        echo: called with progress lines (``print`` for live output; ``None``: silent).
-
-    Returns:
-        A :class:`Comparison`.
-
-    Raises:
-        ValueError: a bad argument, before any process starts.
-        dpkit.tasks.TaskFailedError: a worker failed (its stderr is in the message).
+    ``global_batch`` is the same for every contender (strong scaling): each pinned worker
+    takes ``global_batch / workers``; ``workers`` defaults to every core this process may
+    use; ``rounds`` windows are measured per contender, interleaved round by round.
+    ``timeout`` is what any one wait may take (start-up included; generous, so that a busy
+    machine only runs slower); ``echo`` (e.g. ``print``) gets progress lines. A bad argument
+    raises ``ValueError`` before any process starts.
     """
     workers, cores = _check(
         model, global_batch, workers, rounds, window_steps, warmup_steps, timeout
@@ -240,9 +221,8 @@ def compare(
         for name, members in tasks_of.items():
             for task in members:
                 group.send(task, "checksum")
-            result.checksums[name] = [
-                group.wait_for(t, contract.Checksum).checksum for t in members
-            ]
+            sums = [group.wait_for(t, contract.Checksum).checksum for t in members]
+            result.checksums[name] = sums
             for task in members:
                 group.send(task, "quit")
         group.wait()

@@ -37,38 +37,24 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class Config:
-    """One throughput run.
+    """One throughput run."""
 
-    Attributes:
-        model: one of ``MODELS``.
-        devices: how many devices the child sets up (``dpkit.devices.setup``).
-        strategy: ``"single"`` (one device, the plain step), ``"towers"``
-            (:func:`dpkit.towers.make_tower_train_step`) or ``"mirrored"``
-            (``tf.distribute.MirroredStrategy``, custom loop).
-        batch: examples per step: global, or per device when ``per_device`` is true.
-        per_device: whether ``batch`` is per device (weak scaling) or global (strong).
-        dataset: ``"synthetic"`` (one batch from memory: the input pipeline never limits
-            speed) or a dataset name for :func:`dpkit.data.load`.
-        warmup_steps: steps dropped before measuring (tracing, allocation).
-        window_steps: steps per measurement window.
-        windows: measurement windows to run.
-        timeout: seconds the child may take in all (start-up included) before it is killed.
-        seed: seeds weights and data.
-        measure_peak: also measure the hardware's matmul peak (for MFU).
-    """
-
-    model: str = "lenet5"
-    devices: int = 1
+    model: str = "lenet5"  # one of MODELS
+    devices: int = 1  # how many devices the child sets up (dpkit.devices.setup)
+    # "single" (one device, the plain step), "towers" (dpkit.towers.make_tower_train_step) or
+    # "mirrored" (tf.distribute.MirroredStrategy, custom loop)
     strategy: str = "towers"
-    batch: int = 256
-    per_device: bool = False
+    batch: int = 256  # examples per step: global, or per device when per_device is true
+    per_device: bool = False  # whether batch is per device (weak scaling) or global (strong)
+    # "synthetic" (one batch from memory: the input pipeline never limits speed) or a dataset
+    # name for dpkit.data.load
     dataset: str = "synthetic"
-    warmup_steps: int = 3
-    window_steps: int = 5
-    windows: int = 4
-    timeout: float = 180.0
-    seed: int = 0
-    measure_peak: bool = False
+    warmup_steps: int = 3  # steps dropped before measuring (tracing, allocation)
+    window_steps: int = 5  # steps per measurement window
+    windows: int = 4  # measurement windows to run
+    timeout: float = 180.0  # seconds the child may take in all (start-up included)
+    seed: int = 0  # seeds weights and data
+    measure_peak: bool = False  # also measure the hardware's matmul peak (for MFU)
 
     def __post_init__(self):
         self.validate()
@@ -118,43 +104,24 @@ class Config:
 
 @dataclass
 class Result:
-    """What one run measured (or why it failed).
-
-    Attributes:
-        config: the run's configuration.
-        status: ``"ok"``, ``"failed"`` (crashed), ``"timeout"`` (killed at the timeout)
-            or ``"stopped"`` (killed on request).
-        num_devices: devices the child reports it trained on.
-        device_names: their TensorFlow names.
-        device_case: which ``dpkit.devices.CASES`` applied in the child.
-        physical_devices: physical devices underneath (1 for logical devices).
-        window_rates: examples/sec of each measurement window.
-        examples_per_sec: median over windows.
-        mean_examples_per_sec: mean over windows.
-        spread: ``(max - min) / median`` of the windows.
-        sec_per_step: median seconds per step.
-        flops_per_example: estimated training FLOPs per example (forward + backward).
-        peak_flops_per_sec: matmul peak of one physical device, if measured.
-        error: the tail of the child's stderr when it did not finish.
-        seconds: wall time of the whole child, start-up included.
-        pid: the child's process id.
-    """
+    """What one run measured (or why it failed)."""
 
     config: Config
+    # "ok", "failed" (crashed), "timeout" (killed at the timeout) or "stopped" (on request)
     status: str = "ok"
-    num_devices: int | None = None
-    device_names: list = field(default_factory=list)
-    device_case: str = ""
-    physical_devices: int = 1
-    window_rates: list = field(default_factory=list)
-    examples_per_sec: float | None = None
-    mean_examples_per_sec: float | None = None
-    spread: float | None = None
-    sec_per_step: float | None = None
-    flops_per_example: int | None = None
-    peak_flops_per_sec: float | None = None
-    error: str = ""
-    seconds: float = 0.0
+    num_devices: int | None = None  # devices the child reports it trained on
+    device_names: list = field(default_factory=list)  # their TensorFlow names
+    device_case: str = ""  # which dpkit.devices.CASES applied in the child
+    physical_devices: int = 1  # physical devices underneath (1 for logical devices)
+    window_rates: list = field(default_factory=list)  # examples/sec of each window
+    examples_per_sec: float | None = None  # median over windows
+    mean_examples_per_sec: float | None = None  # mean over windows
+    spread: float | None = None  # (max - min) / median of the windows
+    sec_per_step: float | None = None  # median seconds per step
+    flops_per_example: int | None = None  # training FLOPs per example (forward + backward)
+    peak_flops_per_sec: float | None = None  # matmul peak of one physical device, if measured
+    error: str = ""  # the tail of the child's stderr when it did not finish
+    seconds: float = 0.0  # wall time of the whole child, start-up included
     pid: int | None = None
 
     @property
@@ -182,17 +149,12 @@ class Result:
 
 @dataclass
 class Report:
-    """The results of a sweep, with speed-up, efficiency and MFU.
-
-    Attributes:
-        results: one :class:`Result` per device count, in the order they ran.
-        scaling: ``"strong"`` or ``"weak"``.
-        peak_flops_per_sec: matmul peak of one physical device, if measured.
-    """
+    """The results of a sweep (one :class:`Result` per device count, in the order they ran),
+    with speed-up, efficiency and MFU."""
 
     results: list = field(default_factory=list)
-    scaling: str = "strong"
-    peak_flops_per_sec: float | None = None
+    scaling: str = "strong"  # or "weak"
+    peak_flops_per_sec: float | None = None  # matmul peak of one physical device, if measured
 
     def rows(self) -> list[dict]:
         """One dict per result: devices, examples/sec, speed-up, efficiency, MFU, status."""
@@ -248,16 +210,9 @@ class Report:
         return "\n".join(lines)
 
     def plot(self, fig=None, *, live: dict | None = None):
-        """Draw throughput per device count, and speed-up against the ideal line.
-
-        Args:
-            fig: a matplotlib ``Figure`` to draw on (cleared first); a new one if ``None``.
-                Uses ``matplotlib.figure.Figure``, not pyplot, so it is safe in a thread.
-            live: ``{devices: [window rates]}`` of runs still going, drawn as dots.
-
-        Returns:
-            The figure.
-        """
+        """Draw throughput per device count, and speed-up against the ideal line; return the
+        figure (``fig``, cleared first, or a new ``matplotlib.figure.Figure``: not pyplot, so it
+        is safe in a thread). ``live``: ``{devices: [window rates]}`` of runs still going."""
         from matplotlib.figure import Figure
 
         fig = fig or Figure(figsize=(9, 3.4))
@@ -282,15 +237,9 @@ class Report:
             top = max(counts) if counts else n0
             ax_speed.plot([n0, top], [1, top / n0], "--", color="grey", label="ideal")
             ax_speed.plot(xs, [r["speedup"] for r in rows], "o-", color="#219ebc", label="measured")
+            where = {"textcoords": "offset points", "xytext": (0, 7), "ha": "center", "fontsize": 8}
             for r in rows:
-                ax_speed.annotate(
-                    f"{r['efficiency']:.0%}",
-                    (r["devices"], r["speedup"]),
-                    textcoords="offset points",
-                    xytext=(0, 7),
-                    ha="center",
-                    fontsize=8,
-                )
+                ax_speed.annotate(f"{r['efficiency']:.0%}", (r["devices"], r["speedup"]), **where)
             ax_speed.legend(fontsize=8, loc="upper left")
             ax_speed.set_xticks(counts)
             ax_speed.set_ylim(0, max(top / n0, *(r["speedup"] for r in rows)) * 1.15)

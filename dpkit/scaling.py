@@ -33,14 +33,12 @@ cards with their sources.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
+from dpkit import models
 from dpkit.plumbing import checks
 
 ALGORITHMS = ("ring", "parameter_server", "hierarchical")
-SCALINGS = ("weak", "strong")
-#: a training step does about 3x the forward FLOPs (backward: gradients for inputs and weights)
-TRAINING_FLOPS_FACTOR = 3
 #: the backward pass's share of the compute, what the exchange can hide behind
 BACKWARD_SHARE = 2 / 3
 
@@ -54,21 +52,13 @@ def _number(value, name: str, example: str, *, zero: bool = False) -> float:
 
 @dataclass(frozen=True)
 class ModelCard:
-    """What the cost model needs to know about a model.
+    """What the cost model needs to know about a model."""
 
-    Attributes:
-        name: how tables show it.
-        params: trainable parameters (one gradient value each).
-        forward_flops: FLOPs of one example's forward pass (a multiply-add is 2).
-        bytes_per_param: bytes of one gradient value (4 for float32).
-        source: where the numbers come from.
-    """
-
-    name: str
-    params: int
-    forward_flops: float
-    bytes_per_param: int = 4
-    source: str = ""
+    name: str  # how tables show it
+    params: int  # trainable parameters (one gradient value each)
+    forward_flops: float  # FLOPs of one example's forward pass (a multiply-add is 2)
+    bytes_per_param: int = 4  # bytes of one gradient value (4 for float32)
+    source: str = ""  # where the numbers come from
 
     def __post_init__(self):
         checks.whole(self.params, "params", 1, "params=25_557_032")
@@ -83,7 +73,7 @@ class ModelCard:
     @property
     def train_flops(self) -> float:
         """FLOPs of one example's training step (forward and backward)."""
-        return TRAINING_FLOPS_FACTOR * self.forward_flops
+        return models.TRAINING_FLOPS_FACTOR * self.forward_flops
 
 
 @dataclass(frozen=True)
@@ -109,26 +99,17 @@ def gbit(gigabits_per_s: float) -> float:
 
 @dataclass(frozen=True)
 class Hardware:
-    """A cluster of identical devices, ``devices_per_node`` to a node.
+    """A cluster of identical devices, ``devices_per_node`` to a node."""
 
-    Attributes:
-        name: how tables show it.
-        device_flops_per_s: FLOP/s one device *achieves* on training (not its peak).
-        devices_per_node: devices sharing the fast links of one node.
-        intra: the link between devices of one node (NVLink, PCIe, shared memory).
-        inter: each node's link to the network (``None``: a single node).
-        host: each device's link to its node's CPU memory, where a parameter server on the
-            node's CPU keeps the variables (``None``: use ``intra``).
-        source: where the numbers come from.
-    """
-
-    name: str
-    device_flops_per_s: float
-    devices_per_node: int
-    intra: Link
-    inter: Link | None = None
+    name: str  # how tables show it
+    device_flops_per_s: float  # FLOP/s one device *achieves* on training (not its peak)
+    devices_per_node: int  # devices sharing the fast links of one node
+    intra: Link  # the link between devices of one node (NVLink, PCIe, shared memory)
+    inter: Link | None = None  # each node's link to the network (None: a single node)
+    # each device's link to its node's CPU memory, where a parameter server on the node's CPU
+    # keeps the variables (None: intra)
     host: Link | None = None
-    source: str = ""
+    source: str = ""  # where the numbers come from
 
     def __post_init__(self):
         _number(self.device_flops_per_s, "device_flops_per_s", "9.3e12 for a P100's fp32 peak")
@@ -270,17 +251,18 @@ class Step:
         return self.devices * self.per_device_batch / self.seconds
 
     @property
+    def parts(self) -> dict[str, float]:
+        """Seconds of ``"compute"``, ``"bandwidth"`` and ``"latency"`` (the exposed exchange
+        split between its latency and bandwidth parts pro rata)."""
+        ex = self.exchange
+        share = self.exposed_s / ex.seconds if ex.seconds else 0.0
+        exposed = {"bandwidth": ex.bandwidth_s * share, "latency": ex.latency_s * share}
+        return {"compute": self.compute_s, **exposed}
+
+    @property
     def dominant(self) -> str:
-        """Which term costs most: ``"compute"``, ``"bandwidth"`` or ``"latency"`` (the
-        exposed exchange is split between its latency and bandwidth parts pro rata)."""
-        total = self.exchange.seconds
-        share = self.exposed_s / total if total else 0.0
-        parts = {
-            "compute": self.compute_s,
-            "bandwidth": self.exchange.bandwidth_s * share,
-            "latency": self.exchange.latency_s * share,
-        }
-        return max(parts, key=parts.get)
+        """Which of :attr:`parts` costs most."""
+        return max(self.parts, key=self.parts.get)
 
 
 def step(
@@ -295,17 +277,13 @@ def step(
     colocated: bool = False,
     one_device_examples_per_s: float | None = None,
 ) -> Step:
-    """Predict one synchronous step; see the module docstring for the terms.
+    """Predict one synchronous step of ``devices`` devices, each computing ``per_device_batch``
+    examples (the terms: see the module docstring).
 
-    Args:
-        model, hardware: the cards.
-        devices: devices training together.
-        per_device_batch: examples each device computes per step.
-        algorithm: one of :data:`ALGORITHMS`.
-        overlap: fraction (0..1) of the exchange that may run during the backward pass.
-        servers, colocated: parameter servers (see :func:`exchange`, :func:`ps_bytes`).
-        one_device_examples_per_s: a measured one-device rate for this model; if given, the
-            compute time comes from it instead of FLOPs and ``device_flops_per_s``.
+    ``overlap`` is the fraction (0..1) of the exchange that may run during the backward pass;
+    ``servers`` and ``colocated`` are those of :func:`exchange`. A measured
+    ``one_device_examples_per_s`` gives the compute time instead of FLOPs and
+    ``device_flops_per_s``.
     """
     checks.whole(devices, "devices", 1, "devices=8")
     batch = _number(per_device_batch, "per_device_batch", "per_device_batch=64")
@@ -385,17 +363,10 @@ class Prediction:
         left.set(xscale="log", yscale="log", xlabel="devices", ylabel="speed-up")
         left.set_title(f"{self.model.name}, {self.hardware.name}", fontsize=10)
         left.legend()
-        parts = {"compute": [], "bandwidth": [], "latency": []}
-        for s in self.steps:
-            total = s.exchange.seconds
-            share = s.exposed_s / total if total else 0.0
-            parts["compute"].append(s.compute_s / s.seconds)
-            parts["bandwidth"].append(s.exchange.bandwidth_s * share / s.seconds)
-            parts["latency"].append(s.exchange.latency_s * share / s.seconds)
         bottom = [0.0] * len(n)
-        labels = [str(d) for d in n]
-        for name, values in parts.items():
-            right.bar(labels, values, bottom=bottom, label=name)
+        for name in ("compute", "bandwidth", "latency"):
+            values = [s.parts[name] / s.seconds for s in self.steps]
+            right.bar([str(d) for d in n], values, bottom=bottom, label=name)
             bottom = [b + v for b, v in zip(bottom, values)]
         right.set(xlabel="devices", ylabel="share of the step", ylim=(0, 1))
         right.legend(fontsize=8)
@@ -441,27 +412,10 @@ def predict(
         _number(global_batch, "global_batch", "global_batch=256")
     scaling = "weak" if global_batch is None else "strong"
     result = Prediction(model, hardware, algorithm, scaling)
+    options = {"algorithm": algorithm, "overlap": overlap, "colocated": colocated}
+    options["one_device_examples_per_s"] = one_device_examples_per_s
     for n in counts:
         batch = per_device_batch if global_batch is None else global_batch / n
         k = servers(hardware.nodes(n)) if callable(servers) else servers
-        result.steps.append(
-            step(
-                model,
-                hardware,
-                n,
-                batch,
-                algorithm=algorithm,
-                overlap=overlap,
-                servers=k,
-                colocated=colocated,
-                one_device_examples_per_s=one_device_examples_per_s,
-            )
-        )
+        result.steps.append(step(model, hardware, n, batch, servers=k, **options))
     return result
-
-
-def with_rate(hardware: Hardware, model: ModelCard, one_device_examples_per_s: float) -> Hardware:
-    """A copy of ``hardware`` whose device rate is what one device measured on ``model``
-    (``examples/s x 3 x forward FLOPs``)."""
-    rate = _number(one_device_examples_per_s, "one_device_examples_per_s", "219.0")
-    return replace(hardware, device_flops_per_s=rate * model.train_flops)

@@ -34,20 +34,9 @@ def _batch_size(x) -> int:
 
 
 def shard_sizes(batch_size: int, num_towers: int, *, weighted: bool = False) -> list[int]:
-    """How many examples each tower gets.
-
-    Args:
-        batch_size: the global batch.
-        num_towers: how many towers share it.
-        weighted: allow an uneven split (sizes differ by at most one).
-
-    Returns:
-        One size per tower.
-
-    Raises:
-        ValueError: bad counts; a batch that does not divide evenly (unless
-            ``weighted``); a batch smaller than the number of towers (a tower would be empty).
-    """
+    """How many examples of a global batch each of ``num_towers`` towers gets: all the same,
+    or (``weighted``) sizes that differ by at most one. A batch that does not divide evenly
+    (unless ``weighted``) or that would leave a tower empty is a ``ValueError``."""
     batch_size = checks.whole(batch_size, "batch size", 1)
     num_towers = checks.whole(num_towers, "num_towers", 1)
     if batch_size < num_towers:
@@ -63,19 +52,11 @@ def shard_sizes(batch_size: int, num_towers: int, *, weighted: bool = False) -> 
 
 
 def split_batch(x, y, num_towers: int, *, weighted: bool = False):
-    """Split a batch into one shard per tower.
+    """Split a batch (arrays or tensors with a known batch size) into one shard per tower.
 
-    Args:
-        x, y: examples and labels (NumPy arrays or tensors with a known batch size).
-        num_towers: how many shards.
-        weighted: allow unequal shards; the weights then say how much each
-            tower's gradients count (its share of the batch).
-
-    Returns:
-        ``(xs, ys, weights)``: lists of shards and one weight per tower, summing to 1.
-
-    Raises:
-        ValueError: as :func:`shard_sizes`; ``x`` and ``y`` of different lengths.
+    Returns ``(xs, ys, weights)``: lists of shards and one weight per tower, summing to 1.
+    ``weighted`` allows unequal shards; the weights then say how much each tower's gradients
+    count (its share of the batch).
     """
     import tensorflow as tf
 
@@ -106,18 +87,11 @@ def tower_gradients(model, loss_fn, x, y, devices, *, weighted: bool = False):
     so its forward and backward ops are placed there. Models with batch
     normalisation are called statelessly, so no tower changes the moving
     statistics; the new statistics are returned instead (see :func:`make_tower_train_step`).
+    ``loss_fn(labels, logits)`` returns a shard's mean loss.
 
-    Args:
-        model: a built Keras model (shared by all towers).
-        loss_fn: ``loss_fn(labels, logits)`` returning the shard's mean loss.
-        x, y: the global batch.
-        devices: one device name per tower.
-        weighted: allow unequal shards (see :func:`split_batch`).
-
-    Returns:
-        ``(tower_grads, tower_losses, weights, tower_states)``: per tower, the list of
-        gradients in ``model.trainable_variables`` order, the loss, its weight, and the new
-        values of the batch-norm statistics (empty lists for models without them).
+    Returns ``(tower_grads, tower_losses, weights, tower_states)``: per tower, the list of
+    gradients in ``model.trainable_variables`` order, the loss, its weight, and the new
+    values of the batch-norm statistics (empty lists for models without them).
     """
     import tensorflow as tf
 
@@ -145,11 +119,7 @@ def tower_gradients(model, loss_fn, x, y, devices, *, weighted: bool = False):
 
 
 def variable_device(devices, where: str = "cpu") -> str:
-    """The device that holds the variables: ``"cpu"`` or ``"device0"`` (the first device).
-
-    Raises:
-        ValueError: unknown choice.
-    """
+    """The device that holds the variables: ``"cpu"`` or ``"device0"`` (the first device)."""
     devices = checks.device_list(devices)
     if where not in WHERE_VARIABLES:
         raise ValueError(f"where_variables must be one of {WHERE_VARIABLES}, got {where!r}.")
@@ -186,24 +156,13 @@ def make_tower_train_step(
 
     The step splits the batch, runs :func:`tower_gradients`, averages the gradients
     (by shard size) and the batch-norm statistics on the variables' device, and
-    applies the gradients once.
+    applies the gradients once. ``model``'s variables must live where ``where_variables``
+    says (build it inside :func:`variables_on`); the optimizer's slots are made there too.
+    ``loss_fn(labels, logits)`` defaults to sparse cross-entropy from logits; ``weighted``
+    allows batches that do not divide evenly.
 
-    Args:
-        model: a built Keras model whose variables live where ``where_variables`` says
-            (build it inside :func:`variables_on`).
-        optimizer: a Keras optimizer; its slots are made on the variables' device.
-        devices: one device name per tower.
-        where_variables: ``"cpu"`` or ``"device0"``.
-        loss_fn: ``loss_fn(labels, logits)``; default: sparse cross-entropy from logits.
-        weighted: allow batches that do not divide evenly.
-        return_tower_losses: also return each tower's loss (lesson 06 logs them).
-
-    Returns:
-        ``step(x, y) -> mean loss``, or ``-> (mean loss, vector of tower losses)`` with
-        ``return_tower_losses``.
-
-    Raises:
-        ValueError: bad devices or ``where_variables``, or model variables that live elsewhere.
+    Returns ``step(x, y) -> mean loss``, or ``-> (mean loss, vector of tower losses)`` with
+    ``return_tower_losses`` (lesson 06 logs them).
     """
     import keras
     import tensorflow as tf
@@ -256,9 +215,8 @@ def make_mirrored_train_step(
     import tensorflow as tf
 
     global_batch = checks.whole(global_batch, "global_batch", 1, "e.g. global_batch=256")
-    per_example = loss_fn or keras.losses.SparseCategoricalCrossentropy(
-        from_logits=True, reduction="none"
-    )
+    cross_entropy = keras.losses.SparseCategoricalCrossentropy
+    per_example = loss_fn or cross_entropy(from_logits=True, reduction="none")
 
     def replica(x, y):
         with tf.GradientTape() as tape:
@@ -283,18 +241,8 @@ def make_parallel(fn, devices, **inputs):
     into one piece per device, ``fn(**pieces)`` runs under that device (and a
     ``tower_i`` name scope), and the outputs are joined along the first axis. Use it
     for functions whose output has one row per example (per-example losses,
-    predictions); shared variables come from ``fn``'s closure.
-
-    Args:
-        fn: a function of keyword tensors returning a tensor with one row per example.
-        devices: one device name per piece.
-        **inputs: tensors with the same batch size, divisible by the number of devices.
-
-    Returns:
-        The concatenated output.
-
-    Raises:
-        ValueError: no inputs, inputs of different batch sizes, or a batch that does not divide.
+    predictions); shared variables come from ``fn``'s closure. The inputs must share one
+    batch size, divisible by the number of devices.
     """
     import tensorflow as tf
 

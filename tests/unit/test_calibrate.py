@@ -102,7 +102,6 @@ def test_calibration_predicts_by_the_ring_model():
     assert c.bandwidth_bytes_per_s == pytest.approx(4e8)
     assert c.predict(1e6) == pytest.approx(6 * 250e-6 + 1.5 * 1e6 * 2.5e-9)
     assert c.predict(np.array([0.0, 1e6])) == pytest.approx([1.5e-3, 1.5e-3 + 3.75e-3])
-    assert c.crossover_bytes == pytest.approx(4 * 250e-6 / 2.5e-9)  # both terms 1.5 ms at 400 KB
     table = c.table()
     assert "64.0 KB" in table and "alpha 250 us" in table and "400 MB/s" in table
     assert "+0%" in table and "50.0 GFLOP/s" in table  # exact data: no error
