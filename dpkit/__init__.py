@@ -20,7 +20,8 @@ Its modules (written by tools/layout.py):
 * ``compat`` (lesson 02): the same ideas in TF1 graph code, between-graph workers too.
 * ``meter`` (lesson 01): examples/sec with warm-up, windows, median and spread; OtherLoad, how
   busy other programs kept the machine.
-* ``bench`` (lesson 05): throughput runs and sweeps, one child process per device count.
+* ``bench`` (no lesson imports it): throughput runs and sweeps, one child process per device
+  count.
 * ``report`` (no lesson imports it): a sweep's report: table, plot, speed-up and efficiency.
 * ``pinned`` (lesson 05): worker processes pinned to their own cores (real CPU data
   parallelism).

@@ -19,8 +19,10 @@ def _refuse(self, args, *rest, **kwargs):
     raise AssertionError(ROOM.format(argv=args if isinstance(args, str) else list(args)[:3]))
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True, scope="module")
 def no_processes():
+    """Module scope: set up before any module fixture of a unit test file, and torn down when
+    the file ends, so the process tests a worker runs next start their processes."""
     # The standard library's own probe: platform.processor() runs `uname -p` once and caches
     # it (the doctor's report reads it). It is not the test's process: run it before the guard.
     platform.processor()
