@@ -2,8 +2,8 @@
 
 ``python tools/layout.py`` writes the tables of dpkit/README.md (between its ``layout``
 markers) and the module list in dpkit/__init__.py's docstring from the map; ``--check``
-writes nothing and fails, naming the file, when either differs (make test runs it).
-tests/repo/test_layout.py checks the imports of every file against the same map.
+writes nothing and fails, naming the file, when either differs. tests/repo/test_layout.py
+checks the same (so make test fails then) and the imports of every file against the map.
 """
 
 from __future__ import annotations

@@ -221,9 +221,3 @@ def test_a_fresh_start_behind_a_proxy_prints_the_proxied_path(tmp_path, monkeypa
     finally:
         summaries.stop(tmp_path)
     assert not board.running()
-
-
-@pytest.mark.parametrize("height", [0, -5, "100%", 2.5, True])
-def test_a_bad_height_is_named(board, height):
-    with pytest.raises(ValueError, match="height must be a positive number of pixels"):
-        board_view.show(board, height=height)

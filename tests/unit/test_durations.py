@@ -59,3 +59,13 @@ def test_a_run_that_recorded_nothing_leaves_the_record_alone(tmp_path):
     path.write_text('{"seconds": {"x.py": 1.0}}')
     durations.DurationRecorder(path, tmp_path).pytest_sessionfinish(None, 0)
     assert path.read_text() == '{"seconds": {"x.py": 1.0}}'
+
+
+def test_the_rooms_are_the_folders_of_tests():
+    """A new room folder gets its marker only once ROOMS names it (and make unit its door)."""
+    folders = {
+        d.name
+        for d in (durations.ROOT / "tests").iterdir()
+        if d.is_dir() and d.name not in ("support", "wrong_answers", "__pycache__")
+    }
+    assert folders == set(durations.ROOMS)

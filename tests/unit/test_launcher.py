@@ -210,3 +210,13 @@ def test_the_cluster_decides_the_flavour_and_the_roles(argv, flavour, chief, tra
 
 
 # ----------------------------------------------------------------------------- real runs
+
+
+@pytest.mark.parametrize("spelling", ["--job_name", "--job-name"])
+def test_a_flag_without_its_value_is_named_with_the_help_hint(spelling):
+    with pytest.raises(launcher.LaunchError) as error:
+        launcher.parse([spelling])
+    other = "--" + spelling[2:].translate(str.maketrans("_-", "-_"))  # the spelling not typed
+    assert f"argument {spelling}: expected one argument" in str(error.value)
+    assert other not in str(error.value), "the error names the spelling that was not typed"
+    assert "--help" in str(error.value)

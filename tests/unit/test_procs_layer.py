@@ -5,7 +5,6 @@ import math
 
 import pytest
 
-from dpkit import launcher
 from dpkit.plumbing import checks, procs
 
 
@@ -30,16 +29,6 @@ def test_positive_takes_infinity_to_switch_a_timeout_off_but_not_nan():
     for bad in (0, -1.0, math.nan, True, "5"):
         with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
             checks.positive_seconds(bad, "timeout")
-
-
-@pytest.mark.parametrize("spelling", ["--job_name", "--job-name"])
-def test_a_flag_without_its_value_is_named_with_the_help_hint(spelling):
-    with pytest.raises(launcher.LaunchError) as error:
-        launcher.parse([spelling])
-    other = "--" + spelling[2:].translate(str.maketrans("_-", "-_"))  # the spelling not typed
-    assert f"argument {spelling}: expected one argument" in str(error.value)
-    assert other not in str(error.value), "the error names the spelling that was not typed"
-    assert "--help" in str(error.value)
 
 
 def test_a_free_port_binds_on_every_interface_and_is_never_handed_out_twice():
