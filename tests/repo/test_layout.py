@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import copy
 import pathlib
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -582,3 +583,19 @@ def test_the_lesson_order_check_names_the_late_import(tmp_path):
         "introduces: move what both need down a tier"
     ]
     assert later_lesson_imports(modules, lessons, ahead=[["dpkit.towers", "dpkit.bench"]]) == []
+
+
+def test_dpkit_readme_names_every_registered_program_once():
+    """dpkit/README.md's program table (the one hand-written table) against the registry."""
+    tree = ast.parse((ROOT / "dpkit" / "programs" / "__init__.py").read_text())
+    (registry,) = [
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["PROGRAMS"]
+    ]
+    registered = {key.value for key in registry.keys}
+    readme = (ROOT / "dpkit" / "README.md").read_text()
+    table = readme.split("## Programs", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+    named = [name for row in rows for name in re.findall(r"`(\w+)`", row)]
+    assert sorted(named) == sorted(registered), (named, registered)
