@@ -31,17 +31,9 @@ PUBLISHED_MODELS = {
     "resnet152": ("ResNet152", 224, "ResNet-152, keras.applications.ResNet152"),
 }
 MODEL_NAMES = tuple(PUBLISHED_MODELS) + tuple(models.MODELS)
-DISPLAY = {
-    "alexnet": "AlexNet",
-    "vgg16": "VGG-16",
-    "inception_v3": "Inception V3",
-    "resnet50": "ResNet-50",
-    "resnet101": "ResNet-101",
-    "resnet152": "ResNet-152",
-    "lenet5": "LeNet-5",
-    "cifar10_cnn": "CIFAR-10 CNN",
-    "mnist_mlp": "MNIST MLP",
-}
+DISPLAY = {"alexnet": "AlexNet", "vgg16": "VGG-16", "inception_v3": "Inception V3"}
+DISPLAY |= {"resnet50": "ResNet-50", "resnet101": "ResNet-101", "resnet152": "ResNet-152"}
+DISPLAY |= {"lenet5": "LeNet-5", "cifar10_cnn": "CIFAR-10 CNN", "mnist_mlp": "MNIST MLP"}
 
 
 def alexnet(input_size: int = 227, num_classes: int = 1000):
@@ -50,24 +42,22 @@ def alexnet(input_size: int = 227, num_classes: int = 1000):
     import keras
     from keras import layers
 
-    return keras.Sequential(
-        [
-            keras.Input((input_size, input_size, 3)),
-            layers.Conv2D(64, 11, strides=4, activation="relu"),
-            layers.MaxPooling2D(3, 2),
-            layers.Conv2D(192, 5, padding="same", activation="relu"),
-            layers.MaxPooling2D(3, 2),
-            layers.Conv2D(384, 3, padding="same", activation="relu"),
-            layers.Conv2D(384, 3, padding="same", activation="relu"),
-            layers.Conv2D(256, 3, padding="same", activation="relu"),
-            layers.MaxPooling2D(3, 2),
-            layers.Flatten(),
-            layers.Dense(4096, activation="relu"),
-            layers.Dense(4096, activation="relu"),
-            layers.Dense(num_classes),
-        ],
-        name="alexnet",
-    )
+    stack = [
+        keras.Input((input_size, input_size, 3)),
+        layers.Conv2D(64, 11, strides=4, activation="relu"),
+        layers.MaxPooling2D(3, 2),
+        layers.Conv2D(192, 5, padding="same", activation="relu"),
+        layers.MaxPooling2D(3, 2),
+        layers.Conv2D(384, 3, padding="same", activation="relu"),
+        layers.Conv2D(384, 3, padding="same", activation="relu"),
+        layers.Conv2D(256, 3, padding="same", activation="relu"),
+        layers.MaxPooling2D(3, 2),
+        layers.Flatten(),
+        layers.Dense(4096, activation="relu"),
+        layers.Dense(4096, activation="relu"),
+        layers.Dense(num_classes),
+    ]
+    return keras.Sequential(stack, name="alexnet")
 
 
 def build(name: str):
@@ -89,22 +79,14 @@ CARDS_FILE = Path(__file__).with_name("model_cards.json")
 
 
 def count(name: str) -> ModelCard:
-    """Build the Keras model and count its trainable parameters and forward FLOPs.
-
-    Raises:
-        ValueError: an unknown name (the message lists the known ones).
-    """
+    """Build the Keras model and count its trainable parameters and forward FLOPs."""
     model = build(name)
     if name in models.MODELS:
         source = f"dpkit.models.{name}, counted by dpkit.models"
     else:
         source = PUBLISHED_MODELS[name][2] + ", counted by dpkit.models"
-    card = ModelCard(
-        DISPLAY.get(name, name),
-        models.count_params(model),
-        float(models.flops_per_example(model)),
-        source=source,
-    )
+    params, flops = models.count_params(model), float(models.flops_per_example(model))
+    card = ModelCard(DISPLAY.get(name, name), params, flops, source=source)
     del model
     import keras
 
@@ -115,11 +97,7 @@ def count(name: str) -> ModelCard:
 @functools.cache
 def model_card(name: str) -> ModelCard:
     """The card of a model: the published ones from :data:`CARDS_FILE` (counted by
-    :func:`count`), the workbook's own counted now.
-
-    Raises:
-        ValueError: an unknown name (the message lists the known ones).
-    """
+    :func:`count`), the workbook's own counted now."""
     checks.one_of(name, MODEL_NAMES, "model")
     if name in models.MODELS:
         return count(name)

@@ -22,15 +22,9 @@ from dpkit.plumbing import checks
 
 @contextlib.contextmanager
 def switched_off(module, *names: str):
-    """While the block runs, calling ``module.<name>`` fails the check, for each of ``names``.
-
-    Args:
-        module: a dpkit module, e.g. ``dpkit.towers``.
-        *names: functions of it that the exercise asks the learner to write.
-
-    Raises:
-        ValueError: a name the module does not have (a typo in the check).
-    """
+    """While the block runs, calling ``module.<name>`` fails the check, for each of ``names``:
+    the functions of a dpkit module (e.g. ``dpkit.towers``) that the exercise asks the learner
+    to write."""
     missing = [name for name in names if not hasattr(module, name)]
     if missing:
         raise ValueError(f"{module.__name__} has no {', '.join(missing)}; check the names.")
@@ -68,23 +62,14 @@ DEFAULT_ULPS = 128
 
 @dataclass(frozen=True)
 class Agreement:
-    """How close a result came to its reference; true when it is within the bar.
+    """How close a result came to its reference; true when it is within the bar."""
 
-    Attributes:
-        what: what was compared, for the message.
-        gap: the largest ``|actual - expected|`` over every item.
-        scale: the magnitude the bar is relative to (the largest ``|expected|``).
-        bar: the largest gap allowed: ``ulps * FLOAT32_EPS * scale``.
-        ulps: the bar in float32 epsilons of the scale.
-        item: which item of a list has the largest gap (``None`` for a single array).
-    """
-
-    what: str
-    gap: float
-    scale: float
-    bar: float
-    ulps: float
-    item: int | None = None
+    what: str  # what was compared, for the message
+    gap: float  # the largest |actual - expected| over every item
+    scale: float  # the magnitude the bar is relative to (the largest |expected|)
+    bar: float  # the largest gap allowed: ulps * FLOAT32_EPS * scale
+    ulps: float  # the bar in float32 epsilons of the scale
+    item: int | None = None  # which item of a list has the largest gap (None: one array)
 
     def __bool__(self) -> bool:
         return bool(self.gap <= self.bar)  # False for a NaN gap
@@ -109,12 +94,7 @@ def _arrays(x) -> list:
 
 
 def agree(
-    actual,
-    expected,
-    *,
-    what: str = "result vs reference",
-    ulps: float = DEFAULT_ULPS,
-    scale: float | None = None,
+    actual, expected, *, what="result vs reference", ulps=DEFAULT_ULPS, scale=None
 ) -> Agreement:
     """Compare a float32 result with a reference, with a bar that any CPU meets.
 
@@ -125,21 +105,12 @@ def agree(
     128 epsilons (1.5e-5 of the magnitude), covers sums of thousands of terms; a wrong
     answer (an unaveraged sum, a missing shard, a step scaled by N) misses by far more.
 
-    Args:
-        actual: an array, tensor or variable, or a list of them.
-        expected: the reference, of the same structure and shapes (float64 is best).
-        what: what is compared, for the message (e.g. ``"towers vs one big batch"``).
-        ulps: the bar in float32 epsilons of the scale; raise it for results that went
-            through many steps (say so where you do).
-        scale: the magnitude the bar is relative to, when it is not the reference's own
-            largest value (e.g. the size of the terms of a sum that cancels to near zero).
-
-    Returns:
-        An :class:`Agreement`: true when every element is within the bar; ``str()`` says what
-        was compared and by how much it missed.
-
-    Raises:
-        ValueError: the lists differ in length, or a pair differs in shape.
+    ``actual`` is an array, tensor or variable, or a list of them; ``expected`` the reference,
+    of the same structure and shapes (float64 is best). Raise ``ulps`` for results that went
+    through many steps (say so where you do). Give ``scale`` when the magnitude is not the
+    reference's own largest value (e.g. the size of the terms of a sum that cancels to near
+    zero). Returns an :class:`Agreement`: true when every element is within the bar;
+    ``str()`` says what (``what``) was compared and by how much it missed.
     """
     ulps = checks.positive(ulps, "ulps")
     a, b = _arrays(actual), _arrays(expected)

@@ -111,6 +111,13 @@ class DeviceSetup:
     def num_devices(self) -> int:
         return len(self.devices)
 
+    @property
+    def kind(self) -> str:
+        """``"physical GPU"``, ``"logical GPU"`` or ``"logical CPU"``."""
+        return {"physical_gpus": "physical GPU", "logical_gpus": "logical GPU"}.get(
+            self.case, "logical CPU"
+        )
+
     def __str__(self) -> str:
         return describe(self)
 
@@ -275,11 +282,9 @@ def describe(result: DeviceSetup | None = None) -> str:
     if result is None:
         raise RuntimeError("no devices set up yet: call devices.setup(n) first.")
     rows = [("index", "device", "kind", "backed by")]
-    kinds = {"physical_gpus": "physical GPU", "logical_gpus": "logical GPU"}
-    kind = kinds.get(result.case, "logical CPU")
     for i, name in enumerate(result.devices):
         backing = result.physical[result.physical_index[i] if result.physical_index else 0]
-        rows.append((str(i), name, kind, backing.replace("/physical_device:", "")))
+        rows.append((str(i), name, result.kind, backing.replace("/physical_device:", "")))
     widths = [max(len(r[c]) for r in rows) for c in range(4)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

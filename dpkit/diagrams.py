@@ -11,17 +11,9 @@ _DEVICE_EDGE = "#555555"
 def _device(ax, x, y, w, h, label):
     from matplotlib.patches import FancyBboxPatch
 
+    style = "round,pad=0.02,rounding_size=0.08"
     ax.add_patch(
-        FancyBboxPatch(
-            (x, y),
-            w,
-            h,
-            boxstyle="round,pad=0.02,rounding_size=0.08",
-            fill=False,
-            ec=_DEVICE_EDGE,
-            lw=1.2,
-            ls="--",
-        )
+        FancyBboxPatch((x, y), w, h, boxstyle=style, fill=False, ec=_DEVICE_EDGE, lw=1.2, ls="--")
     )
     ax.text(x + w / 2, y - 0.06, label, ha="center", va="top", fontsize=8, color=_DEVICE_EDGE)
 
@@ -30,15 +22,8 @@ def _layers(ax, x, y, w, which=(0, 1, 2)):
     # Data flows downwards, so the first layer is drawn on top.
     for row, i in enumerate(reversed(which)):
         ax.add_patch(_rect(x, y + row * 0.42, w, 0.32, _LAYER_COLOURS[i]))
-        ax.text(
-            x + w / 2,
-            y + row * 0.42 + 0.16,
-            f"layer {i + 1}",
-            ha="center",
-            va="center",
-            fontsize=7,
-            color="white" if i else "black",
-        )
+        text = {"ha": "center", "va": "center", "fontsize": 7, "color": "white" if i else "black"}
+        ax.text(x + w / 2, y + row * 0.42 + 0.16, f"layer {i + 1}", **text)
 
 
 def _rect(x, y, w, h, colour):
@@ -57,11 +42,7 @@ def _arrow(ax, start, end, colour="black"):
 
 
 def parallelism_taxonomy():
-    """Three panels: data, model and hybrid parallelism across devices.
-
-    Returns:
-        A matplotlib ``Figure``.
-    """
+    """Three panels: data, model and hybrid parallelism across devices (a ``Figure``)."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
@@ -80,15 +61,8 @@ def parallelism_taxonomy():
         _device(ax, x, 0.8, 1.4, 1.45, f"device {i}")
         _layers(ax, x + 0.15, 0.9, 1.1)
         _arrow(ax, (x + 0.7, 2.45), (x + 0.7, 2.3))
-    ax.text(
-        2.0,
-        0.05,
-        "gradients averaged\n(all-reduce)",
-        ha="center",
-        va="center",
-        fontsize=8,
-        color="#b5179e",
-    )
+    averaged = "gradients averaged\n(all-reduce)"
+    ax.text(2.0, 0.05, averaged, ha="center", va="center", fontsize=8, color="#b5179e")
     _arrow(ax, (1.1, 0.5), (1.6, 0.3), "#b5179e")
     _arrow(ax, (2.9, 0.5), (2.4, 0.3), "#b5179e")
 
@@ -110,13 +84,10 @@ def parallelism_taxonomy():
         _device(ax, x, 1.55, 1.65, 0.75, f"devices {2 * g},{2 * g + 1}")
         _layers(ax, x + 0.1, 1.75, 0.7, which=(0,))
         _layers(ax, x + 0.85, 1.75, 0.7, which=(1,))
-    ax.text(
-        2.0,
-        0.55,
-        "model split inside a group,\nbatch split across groups,\ngradients averaged across groups",
-        ha="center",
-        fontsize=8,
+    hybrid = (
+        "model split inside a group,\nbatch split across groups,\ngradients averaged across groups"
     )
+    ax.text(2.0, 0.55, hybrid, ha="center", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -126,9 +97,6 @@ def cluster_roles(num_workers: int = 2, num_ps: int = 2):
 
     Introduced in lesson 07. Left: the chief sends steps to the workers, which read weights
     from and send updates to the ps tasks. Right: workers only, all-reducing gradients.
-
-    Returns:
-        The matplotlib ``Figure``.
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
@@ -152,13 +120,9 @@ def cluster_roles(num_workers: int = 2, num_ps: int = 2):
     ps_x = [span * (j + 0.5) / num_ps - width / 2 for j in range(num_ps)]
     for j, x in enumerate(ps_x):
         box(ax, x, 0.0, width, f"ps:{j}\nvariables", "#cdb4db")
+        both_ways = dict(arrowstyle="<->", color=_DEVICE_EDGE, lw=0.8)
         for wx in worker_x:
-            ax.annotate(
-                "",
-                xy=(x + width / 2, 0.55),
-                xytext=(wx + width / 2, 1.15),
-                arrowprops=dict(arrowstyle="<->", color=_DEVICE_EDGE, lw=0.8),
-            )
+            ax.annotate("", (x + width / 2, 0.55), (wx + width / 2, 1.15), arrowprops=both_ways)
     ax.text(span / 2, 2.1, "schedule(step)", ha="center", fontsize=7, color=_DEVICE_EDGE)
     ax.text(span / 2, 0.85, "weights down, updates up", ha="center", fontsize=7)
     ax.set_title("ParameterServerStrategy: asynchronous", fontsize=10)
@@ -220,23 +184,11 @@ def tower_step(
     tower sends its gradients to the device that holds the variables, which averages them
     and applies one update; at the next step every tower reads the updated variables.
 
-    Args:
-        num_devices: Number of devices, one tower each (at least 1).
-        variables_on: Where the variables live: ``"cpu"`` (the CPU as parameter server) or
-            ``"device0"`` (the first device, which also runs tower 0). Case-insensitive.
-        device_names: One label per device, e.g. ``setup.devices``; defaults to
-            ``GPU:0``, ``GPU:1``, ...
-        global_batch_size: Examples per step; if given, the batch and the shards are
-            labelled with their sizes. Must be a multiple of ``num_devices``.
-
-    Returns:
-        The matplotlib ``Figure``. Each tower's box has the gid ``tower_i`` and the
-        variables' box the gid ``variables``.
-
-    Raises:
-        ValueError: ``num_devices`` is not a whole number >= 1, ``variables_on`` is not
-            ``"cpu"`` or ``"device0"``, ``device_names`` has the wrong length, or
-            ``global_batch_size`` does not divide by ``num_devices``.
+    ``variables_on`` is ``"cpu"`` (the CPU as parameter server) or ``"device0"`` (the first
+    device, which also runs tower 0); ``device_names`` label the devices (e.g.
+    ``setup.devices``; by default ``GPU:0``, ``GPU:1``, ...); a ``global_batch_size`` (a
+    multiple of ``num_devices``) labels the batch and the shards with their sizes. In the
+    ``Figure`` returned each tower's box has the gid ``tower_i``, the variables' ``variables``.
     """
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -267,49 +219,25 @@ def tower_step(
         _arrow(ax, (centre, 5.0), (centre, 4.62))
         _device(ax, centre - 0.8, 2.3, 1.6, 1.75, "")
         ax.text(centre, 2.55, name, ha="center", va="center", fontsize=7, color=_DEVICE_EDGE)
-        box(
-            centre - 0.65,
-            2.85,
-            1.3,
-            0.85,
-            f"tower_{i}\nforward +\nbackward",
-            _LAYER_COLOURS[0],
-            f"tower_{i}",
-        )
+        tower = f"tower_{i}\nforward +\nbackward"
+        box(centre - 0.65, 2.85, 1.3, 0.85, tower, _LAYER_COLOURS[0], f"tower_{i}")
         _arrow(ax, (centre, 4.35), (centre, 3.74))
         # Gradients go down on the left of each device, the updated variables come up on the right.
         _arrow(ax, (centre - 0.6, 2.26), (centre - 0.6, 1.36), _GRADIENT_COLOUR)
-        ax.annotate(
-            "",
-            xy=(centre + 0.6, 2.26),
-            xytext=(centre + 0.6, 1.36),
-            arrowprops=dict(arrowstyle="->", color=_DEVICE_EDGE, lw=1, ls="--"),
-        )
+        dashed = dict(arrowstyle="->", color=_DEVICE_EDGE, lw=1, ls="--")
+        ax.annotate("", (centre + 0.6, 2.26), (centre + 0.6, 1.36), arrowprops=dashed)
 
     home = "the CPU" if where == "cpu" else f"{names[0]} (also runs tower_0)"
-    box(
-        0.3,
-        0.45,
-        span - 0.6,
-        0.85,
-        f"variables on {home}\naverage the {num_devices} gradients, apply one update",
-        _HOME_COLOUR,
-        "variables",
-    )
+    variables = f"variables on {home}\naverage the {num_devices} gradients, apply one update"
+    box(0.3, 0.45, span - 0.6, 0.85, variables, _HOME_COLOUR, "variables")
     ax.set_xlim(0, span)
     ax.set_ylim(0.3, 5.4)
     ax.axis("off")
     ax.set_title(f"One tower step on {num_devices} device{'s' * (num_devices > 1)}", fontsize=11)
+    updated = "updated variables, read by every tower at the next step"
     handles = [
         Line2D([], [], color=_GRADIENT_COLOUR, lw=1.2, label="gradients, this step"),
-        Line2D(
-            [],
-            [],
-            color=_DEVICE_EDGE,
-            lw=1.2,
-            ls="--",
-            label="updated variables, read by every tower at the next step",
-        ),
+        Line2D([], [], color=_DEVICE_EDGE, lw=1.2, ls="--", label=updated),
     ]
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.06, 1, 1))

@@ -65,11 +65,8 @@ def fraction() -> Rule:
     """A number strictly between 0 and 1 (a decay factor)."""
 
     def rule(value):
-        return (
-            None
-            if checks.is_real(value) and 0 < value < 1
-            else "a number between 0 and 1 (exclusive)"
-        )
+        ok = checks.is_real(value) and 0 < value < 1
+        return None if ok else "a number between 0 and 1 (exclusive)"
 
     return rule
 
@@ -92,9 +89,8 @@ def boolean() -> Rule:
 def whole_list(item: Rule, *, min_length: int = 1, distinct: bool = True) -> Rule:
     """A list of at least ``min_length`` values that each pass ``item`` (no repeats)."""
     each = item(object())  # what one item allows (an object() passes no rule)
-    allowed = (
-        f"a list of at least {min_length}{' different' if distinct else ''} values, each {each}"
-    )
+    different = " different" if distinct else ""
+    allowed = f"a list of at least {min_length}{different} values, each {each}"
 
     def rule(value):
         if not isinstance(value, (list, tuple)) or len(value) < min_length:
@@ -107,12 +103,9 @@ def whole_list(item: Rule, *, min_length: int = 1, distinct: bool = True) -> Rul
 
 
 def check(namespace: dict, **rules: Rule) -> None:
-    """Check each named parameter in ``namespace`` (pass ``globals()``) against its rule.
-
-    Raises:
-        ValueError: one line per parameter that is missing or breaks its rule, each naming
-            the value it has and the values allowed.
-    """
+    """Check each named parameter in ``namespace`` (pass ``globals()``) against its rule;
+    the ``ValueError`` has one line per parameter that is missing or breaks its rule, naming
+    the value it has and the values allowed."""
     problems = []
     for name, rule in rules.items():
         if name not in namespace:

@@ -22,6 +22,7 @@ Sources (figures as published; efficiencies are computed from the throughput tab
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field, replace
@@ -60,26 +61,15 @@ class Setup:
     note: str = ""
 
 
-def _from_rates(source, setup, model, rates, **kw):
+def _from_rates(source, setup, model, rates, *, fit_at=(), servers_at=None, **kw):
     """Rows from a published throughput table ``{devices: images/s}`` (first = base)."""
-    counts = list(rates)
-    base = counts[0]
-    fit_at = kw.pop("fit_at", ())
-    servers = kw.pop("servers_at", {})
+    base, *counts = rates
+    one = rates[base] if base == 1 else None
+    row = functools.partial(Row, source, setup, model, base=base, one_device_examples_per_s=one)
+    servers, per_device = servers_at or {}, rates[base] / base
     return [
-        Row(
-            source,
-            setup,
-            model,
-            n,
-            (rates[n] / n) / (rates[base] / base),
-            base=base,
-            one_device_examples_per_s=rates[base] if base == 1 else None,
-            servers=servers.get(n),
-            fit=n in fit_at,
-            **kw,
-        )
-        for n in counts[1:]
+        row(n, rates[n] / n / per_device, servers=servers.get(n), fit=n in fit_at, **kw)
+        for n in counts
     ]
 
 
@@ -145,46 +135,26 @@ def rows() -> list[Row]:
     out = []
     for model, rates in TF_DGX1.items():
         algorithm = "ring" if model in ("alexnet", "vgg16") else "parameter_server"
-        out += _from_rates(
-            "tf_benchmarks",
-            "dgx1",
-            model,
-            rates,
-            per_device_batch=512 if model == "alexnet" else 64,
-            algorithm=algorithm,
-            fit_at=(2, 4),
-        )
+        batch = 512 if model == "alexnet" else 64
+        dgx1 = {"per_device_batch": batch, "algorithm": algorithm, "fit_at": (2, 4)}
+        out += _from_rates("tf_benchmarks", "dgx1", model, rates, **dgx1)
     for model, rates in TF_K80_CLUSTER.items():
+        batch = 32 if model == "resnet152" else 64
+        servers = {64: {"inception_v3": 6, "resnet152": 4}.get(model)}
+        k80 = {"per_device_batch": batch, "servers_at": servers, "fit_at": (8, 16)}
         out += _from_rates(
-            "tf_benchmarks",
-            "k80_cluster",
-            model,
-            rates,
-            per_device_batch=32 if model == "resnet152" else 64,
-            algorithm="parameter_server",
-            servers_at={64: {"inception_v3": 6, "resnet152": 4}.get(model)},
-            fit_at=(8, 16),
+            "tf_benchmarks", "k80_cluster", model, rates, algorithm="parameter_server", **k80
         )
+    horovod = functools.partial(Row, "horovod", "horovod")
     out += [
-        Row(
-            "horovod", "horovod", "inception_v3", 512, 0.90, one_device_examples_per_s=142, fit=True
-        ),
-        Row("horovod", "horovod", "vgg16", 512, 0.68, one_device_examples_per_s=154, fit=True),
-        Row("horovod", "horovod", "resnet101", 512, 0.90),
-        Row(
-            "goyal",
-            "goyal",
-            "resnet50",
-            256,
-            0.90,
-            base=8,
-            per_device_batch=32,
-            algorithm="hierarchical",
-            # Not published by Goyal et al.: an assumed one-P100 rate at 32 images, a little
-            # under the DGX-1 table's 219 at 64 (smaller batches run less efficiently).
-            one_device_examples_per_s=195,
-        ),
+        horovod("inception_v3", 512, 0.90, one_device_examples_per_s=142, fit=True),
+        horovod("vgg16", 512, 0.68, one_device_examples_per_s=154, fit=True),
+        horovod("resnet101", 512, 0.90),
     ]
+    # Not published by Goyal et al.: an assumed one-P100 rate at 32 images (195), a little
+    # under the DGX-1 table's 219 at 64 (smaller batches run less efficiently).
+    goyal = {"base": 8, "per_device_batch": 32, "algorithm": "hierarchical"}
+    out.append(Row("goyal", "goyal", "resnet50", 256, 0.90, one_device_examples_per_s=195, **goyal))
     return out
 
 
@@ -197,29 +167,18 @@ def hardware_with(setup: Setup, params: dict) -> scaling.Hardware:
             continue
         name, what = key.split("_")
         link = links[name] or hw.intra
-        links[name] = (
-            replace(link, bandwidth_bytes_per_s=value)
-            if what == "bw"
-            else replace(link, latency_s=value)
-        )
+        field_name = "bandwidth_bytes_per_s" if what == "bw" else "latency_s"
+        links[name] = replace(link, **{field_name: value})
     return replace(hw, **links)
 
 
 def predict_row(row: Row, setup: Setup, params: dict) -> float:
     """The cost model's efficiency for one published row under ``params``."""
-    hw = hardware_with(setup, params)
-    model = cards.model_card(row.model)
-    prediction = scaling.predict(
-        model,
-        hw,
-        [row.base, row.devices],
-        per_device_batch=row.per_device_batch,
-        algorithm=row.algorithm,
-        overlap=params.get("overlap", setup.overlap),
-        servers=row.servers,
-        colocated=setup.colocated,
-        one_device_examples_per_s=row.one_device_examples_per_s,
-    )
+    hw, model = hardware_with(setup, params), cards.model_card(row.model)
+    options = {"per_device_batch": row.per_device_batch, "algorithm": row.algorithm}
+    options |= {"overlap": params.get("overlap", setup.overlap), "colocated": setup.colocated}
+    options |= {"servers": row.servers, "one_device_examples_per_s": row.one_device_examples_per_s}
+    prediction = scaling.predict(model, hw, [row.base, row.devices], **options)
     return prediction.efficiency(row.devices)
 
 
@@ -254,10 +213,10 @@ class Comparison:
         return [i for i, r in enumerate(self.rows) if not r.fit]
 
     def table(self) -> str:
-        lines = [
-            f"{'setup':22} {'model':13} {'devices':>9} {'published':>9} {'model':>6} "
-            f"{'error':>6}  used"
-        ]
+        head = (
+            f"{'setup':22} {'model':13} {'devices':>9} {'published':>9} {'model':>6} {'error':>6}"
+        )
+        lines = [f"{head}  used"]
         for r, p, e in zip(self.rows, self.predicted, self.errors()):
             span = f"{r.base}->{r.devices}"
             lines.append(

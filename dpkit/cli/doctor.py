@@ -110,10 +110,7 @@ class Machine:
     @property
     def where(self) -> str:
         s = self.setup()
-        kind = {"physical_gpus": "physical GPU", "logical_gpus": "logical GPU"}.get(
-            s.case, "logical CPU"
-        )
-        return f"{s.num_devices} {kind}s"
+        return f"{s.num_devices} {s.kind}s"
 
     def strategy(self):
         if self._strategy is None:
@@ -131,17 +128,9 @@ class Machine:
 
 
 def compare(what: str, got, want, where: str = "") -> tuple[str, str]:
-    """Judge two lists of arrays with ``checking.agree`` and a bar of :data:`ULPS`.
-
-    Args:
-        what: what the arrays are, for the message (``"gradient"``, ``"weight"``).
-        got: the arrays under test.
-        want: the reference arrays, in the same order.
-        where: the devices, for the message.
-
-    Returns:
-        ``(status, detail)``: ``OK`` or ``FAILED`` and the largest gap.
-    """
+    """Judge the arrays ``got`` against ``want`` with ``checking.agree`` and a bar of
+    :data:`ULPS`: ``(OK or FAILED, the largest gap)``. ``what`` (``"gradient"``) and ``where``
+    (the devices) are for the message."""
     got = [np.asarray(g, dtype=np.float64) for g in got]
     want = [np.asarray(w, dtype=np.float64) for w in want]
     on = f" on {where}" if where else ""
@@ -207,9 +196,8 @@ def check_reduction(machine: Machine) -> tuple[str, str]:
     if ops is None:
         return SKIPPED, "this TensorFlow does not show it (no strategy.extended._cross_device_ops)"
     name = type(ops).__name__
-    implementation = getattr(
-        getattr(getattr(ops, "_options", None), "implementation", None), "name", ""
-    )
+    options = getattr(ops, "_options", None)
+    implementation = getattr(getattr(options, "implementation", None), "name", "")
     picked = f"{name} ({implementation})" if implementation and implementation != "AUTO" else name
     setup = machine.setup()
     if setup.case == "physical_gpus" and "NCCL" in picked.upper():
@@ -304,9 +292,9 @@ def plan_lines(num_gpus: int) -> list[str]:
     lines = []
     for n in PLAN_COUNTS:
         p = devices.plan(n, num_gpus)
-        index = getattr(p, "physical_index", None)
-        on = f"; physical_index {tuple(index)}" if index is not None else ""
-        lines.append(f"  {n} device(s): {p.case}: {p.explanation}{on}")
+        lines.append(
+            f"  {n} device(s): {p.case}: {p.explanation}; physical_index {p.physical_index}"
+        )
     return lines
 
 
@@ -325,12 +313,8 @@ def run(echo=print) -> int:
 
     Call it before any other TensorFlow code in the process (it calls ``devices.setup``).
     It takes well under a minute on a 2-core CPU, most of it in check e's children.
-
-    Args:
-        echo: called with each line of the report, as it is made.
-
-    Returns:
-        The exit code: 0 when no check FAILED, 1 otherwise.
+    ``echo`` is called with each line of the report as it is made. Returns the exit code: 0
+    when no check FAILED, 1 otherwise.
     """
     started = time.perf_counter()
     echo("dpkit doctor: a self-check of this machine (paste all of it into a bug report)")

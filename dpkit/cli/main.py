@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from dpkit.plumbing.contract import Exit, leaving  # the exit codes, written once
+from dpkit.plumbing.contract import Exit, end_process, leaving  # the exit codes, written once
 
 
 def program_name() -> str:
@@ -168,24 +168,18 @@ def _doctor(args: argparse.Namespace):
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Run one command; return its exit code.
-
-    Args:
-        argv: the arguments after the program name (default: ``sys.argv[1:]``).
-        prog: the program name in messages (default: :func:`program_name`).
-    """
+    """Run one command (``argv``: the arguments after the program name, by default
+    ``sys.argv[1:]``); return its exit code. ``prog`` names the program in messages."""
     own_process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     prog = prog or program_name()
     if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, its exit codes
         from dpkit.programs import task
 
-        code, barrier = leaving(task.main(argv[1:], prog=f"{prog} task"))
-        if own_process and not barrier:  # a collective worker waits for its peers at exit;
-            sys.stdout.flush()  # a ps has a gRPC server it cannot stop: never run the teardown
-            sys.stderr.flush()
-            os._exit(code)  # skip TensorFlow's slow and noisy teardown, as every dpkit program does
-        return code
+        returned = task.main(argv[1:], prog=f"{prog} task")
+        if own_process:  # as every dpkit program ends
+            end_process(returned)
+        return leaving(returned)[0]
     try:
         args = _parser(prog).parse_args(argv)
     except SystemExit as stop:  # --help (0) or a usage error (2), already printed

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
+import sys
 from collections.abc import Mapping, MutableMapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 # ----------------------------------------------------------------------------- environment
 
@@ -81,6 +83,18 @@ def leaving(returned: int | ThroughBarrier | None) -> tuple[int, bool]:
     if isinstance(returned, ThroughBarrier):
         return int(returned.code), True
     return int(returned or 0), False
+
+
+def end_process(returned: int | ThroughBarrier | None) -> NoReturn:
+    """End this process with what a program returned: a normal exit for a
+    :class:`ThroughBarrier`, else ``os._exit``, skipping TensorFlow's slow and noisy teardown
+    (and a ps's gRPC server, which cannot be stopped): everything is reported by then."""
+    code, barrier = leaving(returned)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if barrier:
+        sys.exit(code)
+    os._exit(code)
 
 
 # ----------------------------------------------------------------------------- records

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 
 from dpkit.plumbing import contract, procs
@@ -25,9 +24,4 @@ def main(argv: list[str] | None = None) -> int | contract.ThroughBarrier:
 
 
 if __name__ == "__main__":
-    code, barrier = contract.leaving(main())
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if barrier:  # a collective worker waits for its peers (contract.ThroughBarrier)
-        sys.exit(code)
-    os._exit(code)  # skip TensorFlow's slow and noisy teardown: everything is reported
+    contract.end_process(main())

@@ -4,20 +4,10 @@ frame is :func:`dpkit.views.board.show`'s job.
 """
 
 # ruff: noqa: F401 -- the names below are this package's API, re-exported
-from dpkit.summaries.board import HOST, TensorBoard, launch, running, stop
-from dpkit.summaries.logs import Histogram, Logs, read
-from dpkit.summaries.traces import (
-    PlacedOp,
-    ProfiledOp,
-    placement,
-    profile_steps,
-    read_profile,
-    trace_graph,
-)
+from dpkit.summaries.board import TensorBoard, launch, running, stop
+from dpkit.summaries.logs import read
+from dpkit.summaries.traces import PlacedOp, placement, profile_steps, read_profile, trace_graph
 from dpkit.summaries.writers import (
-    EVENT_FILE_PATTERN,
-    RUNS_ENV,
-    Run,
     make_logged_tower_step,
     open_run,
     runs_root,

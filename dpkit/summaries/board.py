@@ -30,12 +30,8 @@ main.run_main()
 
 
 class TensorBoard:
-    """A TensorBoard child process serving one logdir on ``http://127.0.0.1:<port>/``.
-
-    Attributes:
-        logdir: the folder it serves (absolute).
-        port, url, pid: the port it listens on, its address, its process id.
-    """
+    """A TensorBoard child process serving one logdir (absolute) on ``url``,
+    ``http://127.0.0.1:<port>/``; ``pid`` is its process id."""
 
     def __init__(self, logdir: Path, port: int, child: procs.Child):
         self.logdir, self.port, self._child = logdir, port, child
@@ -75,31 +71,16 @@ def _answers(url: str) -> bool:
 
 
 def launch(
-    logdir,
-    *,
-    replace: bool = False,
-    timeout: float = 90.0,
-    allow_empty: bool = False,
+    logdir, *, replace: bool = False, timeout: float = 90.0, allow_empty=False
 ) -> TensorBoard:
     """Start TensorBoard on ``logdir``, bound to 127.0.0.1 on a free port, and print where.
 
     One instance per logdir: if one is already running for the same folder it is reused
     (``replace=True`` stops it and starts a new one). The child is ended by :func:`stop`,
     when this Python process exits, and if starting it fails. To see it in the notebook,
-    pass the board to :func:`dpkit.views.board.show`.
-
-    Args:
-        logdir: the folder to serve (a run's ``dir`` or a folder of runs).
-        replace: stop a running instance for the same folder and start afresh.
-        timeout: seconds to wait for TensorBoard to answer.
-        allow_empty: accept a folder without event files yet (to watch a run start).
-
-    Returns:
-        The :class:`TensorBoard` (``.url``, ``.pid``, ``.port``, ``.stop()``).
-
-    Raises:
-        ValueError: ``logdir`` missing or empty, or a bad ``timeout``.
-        RuntimeError: TensorBoard is not installed, exited, or did not answer in time.
+    pass the board to :func:`dpkit.views.board.show`. ``logdir`` is a run's ``dir`` or a
+    folder of runs; ``allow_empty`` accepts a folder without event files yet (to watch a run
+    start); ``timeout`` is how long TensorBoard may take to answer.
     """
     require_tensorboard()
     timeout = checks.positive_seconds(timeout, "timeout")
@@ -151,11 +132,8 @@ def running() -> list[TensorBoard]:
 
 
 def stop(logdir=None) -> int:
-    """Stop the TensorBoard serving ``logdir`` (default: every one this process started).
-
-    Returns:
-        How many were stopped.
-    """
+    """Stop the TensorBoard serving ``logdir`` (default: every one this process started);
+    return how many were stopped."""
     paths = list(_INSTANCES) if logdir is None else [Path(logdir).resolve()]
     boards = [_INSTANCES[path] for path in paths if path in _INSTANCES]
     for board in boards:

@@ -17,18 +17,12 @@ from dpkit.summaries.writers import EVENT_FILE_PATTERN, event_files, flush_open_
 
 @dataclass(frozen=True)
 class Histogram:
-    """One histogram as written by ``tf.summary.histogram``: bucket edges and counts.
-
-    Attributes:
-        step: the step it was written at.
-        left, right: each bucket's edges.
-        counts: values that fell in each bucket.
-    """
+    """One histogram as written by ``tf.summary.histogram``: bucket edges and counts."""
 
     step: int
-    left: np.ndarray = field(repr=False)
-    right: np.ndarray = field(repr=False)
-    counts: np.ndarray = field(repr=False)
+    left: np.ndarray = field(repr=False)  # each bucket's left edge
+    right: np.ndarray = field(repr=False)  # and right edge
+    counts: np.ndarray = field(repr=False)  # values that fell in each bucket
 
     @property
     def edges(self) -> np.ndarray:
@@ -54,30 +48,17 @@ class Histogram:
 
 @dataclass
 class Logs:
-    """Everything one run folder's event files hold, as plain Python.
+    """Everything one run folder's event files hold, as plain Python."""
 
-    Attributes:
-        scalars: ``{tag: [(step, value), ...]}``.
-        histograms: ``{tag: [Histogram, ...]}``.
-        images: ``{tag: [(step, [uint8 array HxWxC, ...]), ...]}``.
-        texts: ``{tag: [(step, str), ...]}``.
-        graphs: ``{tag: [(step, RunMetadata), ...]}`` from :func:`trace_graph`.
-        other: ``{tag: [(step, numpy value), ...]}`` for any other plugin.
-    """
-
-    scalars: dict = field(default_factory=dict)
-    histograms: dict = field(default_factory=dict)
-    images: dict = field(default_factory=dict)
-    texts: dict = field(default_factory=dict)
-    graphs: dict = field(default_factory=dict)
-    other: dict = field(default_factory=dict)
+    scalars: dict = field(default_factory=dict)  # {tag: [(step, value), ...]}
+    histograms: dict = field(default_factory=dict)  # {tag: [Histogram, ...]}
+    images: dict = field(default_factory=dict)  # {tag: [(step, [uint8 HxWxC, ...]), ...]}
+    texts: dict = field(default_factory=dict)  # {tag: [(step, str), ...]}
+    graphs: dict = field(default_factory=dict)  # {tag: [(step, RunMetadata), ...]}: trace_graph
+    other: dict = field(default_factory=dict)  # {tag: [(step, numpy value), ...]}: other plugins
 
     def scalar(self, tag: str):
-        """``(steps, values)`` of one scalar tag as NumPy arrays, for ``plt.plot``.
-
-        Raises:
-            KeyError: no such tag (the message lists the tags there are).
-        """
+        """``(steps, values)`` of one scalar tag as NumPy arrays, for ``plt.plot``."""
         if tag not in self.scalars:
             raise KeyError(f"no scalar tagged {tag!r}; this run has {sorted(self.scalars)}.")
         steps, values = zip(*self.scalars[tag]) if self.scalars[tag] else ((), ())
@@ -115,21 +96,16 @@ def _load_run(folder: Path) -> Logs:
         if plugin == "scalars":
             logs.scalars[tag] = [(s, float(a)) for s, a in arrays]
         elif plugin == "histograms":
-            logs.histograms[tag] = [
-                Histogram(s, *(np.asarray(a, np.float64).reshape(-1, 3).T)) for s, a in arrays
-            ]
+            buckets = [(s, np.asarray(a, np.float64).reshape(-1, 3).T) for s, a in arrays]
+            logs.histograms[tag] = [Histogram(s, *columns) for s, columns in buckets]
         elif plugin == "images":  # [width, height, png, png, ...]
             logs.images[tag] = [(s, [_decode_png(p) for p in a[2:]]) for s, a in arrays]
         elif plugin == "text":
-            logs.texts[tag] = [
-                (s, "\n".join(v.decode("utf-8") for v in np.asarray(a).reshape(-1)))
-                for s, a in arrays
-            ]
+            lines = [(s, np.asarray(a).reshape(-1)) for s, a in arrays]
+            logs.texts[tag] = [(s, "\n".join(v.decode("utf-8") for v in a)) for s, a in lines]
         elif plugin == "graph_run_metadata_graph":
-            logs.graphs[tag] = [
-                (s, config_pb2.RunMetadata.FromString(np.asarray(a).reshape(-1)[0]))
-                for s, a in arrays
-            ]
+            metadata = config_pb2.RunMetadata.FromString
+            logs.graphs[tag] = [(s, metadata(np.asarray(a).reshape(-1)[0])) for s, a in arrays]
         else:
             logs.other[tag] = arrays
     for tag in acc.Tags()["scalars"]:  # written the TF1 way (simple_value)
@@ -138,11 +114,7 @@ def _load_run(folder: Path) -> Logs:
 
 
 def check_logdir(logdir, *, allow_empty: bool = False) -> Path:
-    """``logdir`` as a ``Path``, if it is a folder that holds event files (or may be empty).
-
-    Raises:
-        ValueError: not a path, missing, a file, or (unless ``allow_empty``) no event files.
-    """
+    """``logdir`` as a ``Path``, if it is a folder that holds event files (or may be empty)."""
     if not isinstance(logdir, (str, os.PathLike)):
         raise ValueError(f"logdir must be a folder path, got {logdir!r}; e.g. run.dir.")
     path = Path(logdir)
@@ -177,16 +149,7 @@ def read(logdir) -> dict[str, Logs]:
     A run is a folder that holds event files; its name is its path relative to
     ``logdir`` (``"train"``, ``"test"``; ``"."`` for ``logdir`` itself). Writers of open
     runs (``summaries.open_run``) are flushed first, so the last steps are there.
-
-    Args:
-        logdir: a run folder (``run.dir``) or any folder above run folders.
-
-    Returns:
-        ``{run name: Logs}``, sorted by name.
-
-    Raises:
-        ValueError: ``logdir`` is missing or holds no event files.
-        RuntimeError: TensorBoard is not installed.
+    Returns ``{run name: Logs}``, sorted by name.
     """
     require_tensorboard()
     flush_open_runs()

@@ -13,23 +13,12 @@ from pathlib import Path
 
 
 def trace_graph(fn, *args, writer, name: str = "step_graph", step: int = 0, **kwargs):
-    """Call a ``tf.function`` once and export its graph, as placed on the devices.
+    """Call a ``tf.function`` once and export its graph, as placed on the devices; return what
+    ``fn`` returned.
 
-    The graph lands in ``writer``'s event file under tag ``name`` (TensorBoard's Graphs
-    tab shows it; ``summaries.read`` then :func:`placement` list its ops per device).
-
-    Args:
-        fn: a ``tf.function``.
-        *args, **kwargs: its arguments.
-        writer: a summary writer, e.g. ``run.train``.
-        name: the tag.
-        step: the step the graph belongs to.
-
-    Returns:
-        What ``fn`` returned.
-
-    Raises:
-        ValueError: ``fn`` is not a ``tf.function`` (eager code has no graph to export).
+    The graph lands in ``writer``'s event file (e.g. ``run.train``'s) under tag ``name``
+    (TensorBoard's Graphs tab shows it; ``summaries.read`` then :func:`placement` list its
+    ops per device).
     """
     import tensorflow as tf
 
@@ -66,12 +55,7 @@ def placement(run_metadata) -> list[PlacedOp]:
     one piece per device (adding ``_Send``/``_Recv`` pairs where data crosses devices).
     The ops are those that ran, after TensorFlow's optimizer (grappler) rewrote the graph:
     for example a convolution, its bias and its ReLU become one ``_FusedConv2D``.
-
-    Args:
-        run_metadata: a ``RunMetadata`` from ``read(...)[run].graphs[tag]``.
-
-    Returns:
-        A list of :class:`PlacedOp`.
+    ``run_metadata`` comes from ``read(...)[run].graphs[tag]``.
     """
     graphs = [g for fg in run_metadata.function_graphs for g in fg.partition_graphs]
     graphs = graphs or list(run_metadata.partition_graphs)
@@ -80,23 +64,15 @@ def placement(run_metadata) -> list[PlacedOp]:
 
 @dataclass(frozen=True)
 class ProfiledOp:
-    """One op execution in a profiler trace.
+    """One op execution in a profiler trace."""
 
-    Attributes:
-        name: the graph node's name (e.g. ``tower_1/lenet5_1/conv1_1/Relu``).
-        type: the op type (``_FusedConv2D``, ``_Send``, ...).
-        plane: where the trace recorded it (``/host:CPU``, or ``/device:GPU:0`` on a GPU).
-        thread: the thread (line) that ran it.
-        start_ns, duration_ns: when and how long, in nanoseconds.
-        stats: what else the trace knows (``_Send``/``_Recv`` carry the devices in ``key``).
-    """
-
-    name: str
-    type: str
-    plane: str
-    thread: str
+    name: str  # the graph node's name (e.g. tower_1/lenet5_1/conv1_1/Relu)
+    type: str  # the op type (_FusedConv2D, _Send, ...)
+    plane: str  # where the trace recorded it (/host:CPU, or /device:GPU:0 on a GPU)
+    thread: str  # the thread (line) that ran it
     start_ns: float
     duration_ns: float
+    # what else the trace knows (_Send/_Recv carry the devices in "key")
     stats: dict = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -105,21 +81,10 @@ def profile_steps(step_fn, batches, logdir) -> Path:
 
     Each step is marked (``tf.profiler.experimental.Trace("train", step_num=i)``) so
     tools can tell the steps apart. Trace the steps *after* the first call (tracing the
-    function is not what you want to measure).
+    function is not what you want to measure). Keep ``batches`` short: 2-5 steps.
 
-    Args:
-        step_fn: the training step.
-        batches: a list of argument tuples, one per step (keep it short: 2-5 steps).
-        logdir: the run's writer folder, e.g. ``run.dir / "train"``; the trace goes to
-            ``logdir/plugins/profile/<date>/<host>.xplane.pb``, where TensorBoard's
-            profile plugin looks for it.
-
-    Returns:
-        The path of the trace file.
-
-    Raises:
-        ValueError: no batches.
-        RuntimeError: another profiler session is running in this process.
+    Returns the trace file's path, ``logdir/plugins/profile/<date>/<host>.xplane.pb``, where
+    TensorBoard's profile plugin looks for it (``logdir``: e.g. ``run.dir / "train"``).
     """
     import tensorflow as tf
 
@@ -157,18 +122,9 @@ def _xplane_pb2():
 
 
 def read_profile(path) -> list[ProfiledOp]:
-    """The op executions in a profiler trace, in time order.
-
-    Args:
-        path: an ``.xplane.pb`` file, or a folder searched for the newest one.
-
-    Returns:
-        A list of :class:`ProfiledOp` (only events named ``node:OpType``: TensorFlow ops,
-        not the runtime's own bookkeeping).
-
-    Raises:
-        ValueError: no trace file there.
-    """
+    """The op executions in a profiler trace (``path``: an ``.xplane.pb`` file, or a folder
+    searched for the newest one), in time order: only events named ``node:OpType``, which
+    are TensorFlow ops, not the runtime's own bookkeeping."""
     path = Path(path)
     if path.is_dir():
         found = sorted(glob.glob(str(path / "**" / "*.xplane.pb"), recursive=True))

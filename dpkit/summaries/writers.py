@@ -53,14 +53,10 @@ _OPEN_RUNS: weakref.WeakSet = weakref.WeakSet()
 
 
 class Run:
-    """One run's folder and its summary writers (made by :func:`open_run`).
-
-    Attributes:
-        dir: the run folder; pass it to ``summaries.read`` or ``summaries.launch``.
-    """
+    """One run's folder and its summary writers (made by :func:`open_run`)."""
 
     def __init__(self, path: Path, writer_names):
-        self.dir = Path(path)
+        self.dir = Path(path)  # pass it to summaries.read or summaries.launch
         self._writers: dict = {}
         for name in writer_names:
             self.writer(name)
@@ -71,9 +67,6 @@ class Run:
 
         TensorBoard shows every sub-folder as a run of its own; the same tag written by
         two writers becomes two curves in one chart.
-
-        Raises:
-            ValueError: ``name`` is not a plain folder name.
         """
         import tensorflow as tf
 
@@ -120,20 +113,12 @@ def flush_open_runs() -> None:
 
 
 def open_run(experiment: str, name: str | None = None, *, root=None, writers=("train", "test")):
-    """Make a fresh folder ``root/experiment/name`` with one summary writer per sub-folder.
+    """Make a fresh folder ``root/experiment/name`` with one summary writer per sub-folder
+    of ``writers`` (more with ``run.writer(name)``); return its :class:`Run`.
 
-    Args:
-        experiment: groups runs, e.g. ``"06_tensorboard"`` (a lesson's name).
-        name: the run's folder; default: the date and time, so every run gets its own.
-        root: parent of all runs; default :func:`runs_root`.
-        writers: sub-folders that get a writer now (more with ``run.writer(name)``).
-
-    Returns:
-        A :class:`Run`.
-
-    Raises:
-        ValueError: a bad name, or a named folder that already holds event files (writing
-            two runs into one folder mixes their curves).
+    ``experiment`` groups runs (a lesson's name); ``name`` defaults to the date and time, so
+    every run gets its own (a named folder that already holds event files is refused: two
+    runs in one folder mix their curves); ``root`` defaults to :func:`runs_root`.
     """
     experiment = _check_name(experiment, "experiment", "06_tensorboard")
     base = Path(root) if root is not None else runs_root()
@@ -182,20 +167,10 @@ def variable_summaries(var, *, name: str | None = None, step=None, buckets: int 
 
     The tags are ``<name>/mean``, ``<name>/stddev``, ``<name>/min``, ``<name>/max`` and
     ``<name>/histogram``, whatever name scope the call sits in, and also inside a
-    ``tf.function`` (the scope is absolute, so it is not renamed ``<name>_1``).
-
-    Args:
-        var: a variable or tensor (e.g. ``layer.kernel`` or a layer's activations).
-        name: the scope; default the variable's path (``"lenet5/conv1/kernel"`` in Keras).
-        step: the step; default ``tf.summary.experimental.get_step()``.
-        buckets: histogram buckets (TensorBoard's default is 30).
-
-    Returns:
-        A dict of the four statistics as tensors.
-
-    Raises:
-        ValueError: no name could be found.
-        RuntimeError: called eagerly without a default writer.
+    ``tf.function`` (the scope is absolute, so it is not renamed ``<name>_1``). ``name``
+    defaults to the variable's path (``"lenet5/conv1/kernel"`` in Keras), ``step`` to
+    ``tf.summary.experimental.get_step()``; ``buckets`` are the histogram's (TensorBoard's
+    default is 30). Returns the four statistics as a dict of tensors.
     """
     import tensorflow as tf
 
@@ -217,21 +192,9 @@ def variable_summaries(var, *, name: str | None = None, step=None, buckets: int 
 
 
 def tower_scalars(tower_losses, loss=None, *, step=None, name: str = "loss"):
-    """Write each tower's loss as ``tower_<i>/<name>`` and the average as ``<name>``.
-
-    Args:
-        tower_losses: one loss per tower (a list or a 1-D tensor).
-        loss: the average the optimizer followed (weighted by shard size when the shards
-            differ); default: the plain mean of ``tower_losses``.
-        step: the step; default ``tf.summary.experimental.get_step()``.
-        name: the tag of the average.
-
-    Returns:
-        The average as a tensor.
-
-    Raises:
-        ValueError: no tower losses.
-        RuntimeError: called eagerly without a default writer.
+    """Write each tower's loss as ``tower_<i>/<name>`` and the average as ``<name>``; return
+    the average. ``loss`` is the average the optimizer followed (weighted by shard size when
+    the shards differ); by default the plain mean of ``tower_losses``.
     """
     import tensorflow as tf
 
@@ -246,34 +209,12 @@ def tower_scalars(tower_losses, loss=None, *, step=None, name: str = "loss"):
     return mean
 
 
-def make_logged_tower_step(
-    model, optimizer, devices, *, where_variables: str = "cpu", loss_fn=None, weighted=False
-):
-    """``towers.make_tower_train_step`` that also returns each tower's loss, for logging.
-
-    One tower per device (``towers.tower_gradients``), the gradients averaged on the
-    variables' device under the name scope ``average`` (``gradients.average_gradients``)
-    and applied once; batch-norm statistics are averaged too.
-
-    Args:
-        model: a built Keras model, its variables on the device ``where_variables`` names
-            (build it inside ``towers.variables_on``).
-        optimizer: a Keras optimizer.
-        devices: one device name per tower.
-        where_variables: ``"cpu"`` or ``"device0"``.
-        loss_fn: ``loss_fn(labels, logits)``; default sparse cross-entropy from logits.
-        weighted: allow batches that do not divide evenly (shards weighted by size).
-
-    Returns:
-        ``step(x, y) -> (loss, tower_losses)``: the average loss and a vector of one loss
-        per tower.
-
-    Raises:
-        ValueError: bad devices or ``where_variables``, or variables that live elsewhere.
-    """
+def make_logged_tower_step(model, optimizer, devices, **options):
+    """Lesson 02's ``towers.make_tower_train_step`` (the same arguments) whose step also
+    returns each tower's loss: ``step(x, y) -> (loss, tower_losses)``, the average loss and a
+    vector of one loss per tower."""
     from dpkit import towers
 
-    options = dict(where_variables=where_variables, loss_fn=loss_fn, weighted=weighted)
     return towers.make_tower_train_step(
         model, optimizer, devices, return_tower_losses=True, **options
     )

@@ -29,20 +29,15 @@ HUB_PREFIX_ENV = "JUPYTERHUB_SERVICE_PREFIX"
 
 @dataclass(frozen=True)
 class Route:
-    """How a notebook shows TensorBoard (see :func:`display_route`).
+    """How a notebook shows TensorBoard (see :func:`display_route`)."""
 
-    Attributes:
-        kind: ``"colab"`` (Colab's port proxy), ``"proxy"`` (``$TENSORBOARD_PROXY_URL``),
-            ``"hub"`` (jupyter-server-proxy under ``$JUPYTERHUB_SERVICE_PREFIX``) or
-            ``"local"`` (the loopback address: the browser is on this machine).
-        url: where the frame points, the port filled in; a path is taken relative to the
-            notebook page's address. ``None`` on Colab, whose proxy picks the address.
-        hint: what to do if the frame stays blank, or ``""``.
-    """
-
+    # "colab" (Colab's port proxy), "proxy" ($TENSORBOARD_PROXY_URL), "hub" (jupyter-server-
+    # proxy under $JUPYTERHUB_SERVICE_PREFIX) or "local" (the browser is on this machine)
     kind: str
+    # where the frame points, the port filled in (a path is relative to the notebook page's
+    # address); None on Colab, whose proxy picks the address
     url: str | None
-    hint: str = ""
+    hint: str = ""  # what to do if the frame stays blank
 
 
 def _in_colab() -> bool:
@@ -112,13 +107,7 @@ def show(board: TensorBoard, height: int = 800) -> None:
     The frame points where :func:`display_route` says the browser reaches it; through a
     proxy, a line says which address it took. Without a notebook front end nothing is
     displayed and a line says so (the address is the one ``summaries.launch`` printed).
-
-    Args:
-        board: what :func:`dpkit.summaries.launch` returned, still running.
-        height: the frame's height in pixels.
-
-    Raises:
-        ValueError: ``board`` is not a TensorBoard or has stopped, or a bad ``height``.
+    ``board`` is what :func:`dpkit.summaries.launch` returned, still running.
     """
     if not checks.is_whole(height) or height <= 0:
         raise ValueError(f"height must be a positive number of pixels, got {height!r}.")

@@ -21,14 +21,8 @@ from dpkit.views import widgets
 
 #: the largest device counts the panel offers; it predicts 1, 2, 4, ... up to the chosen one
 DEVICE_COUNTS = tuple(2**i for i in range(11))  # 1 .. 1024
-DEFAULTS = dict(
-    model="resnet50",
-    hardware="p100_roce25",
-    algorithm="ring",
-    devices=1024,
-    per_device_batch=64,
-    overlap=0.0,
-)
+DEFAULTS = {"model": "resnet50", "hardware": "p100_roce25", "algorithm": "ring", "devices": 1024}
+DEFAULTS.update(per_device_batch=64, overlap=0.0)
 
 
 def device_limit(hardware: str) -> int:
@@ -42,12 +36,7 @@ def device_limit(hardware: str) -> int:
 
 def check(**settings) -> dict:
     """The panel's settings (:data:`DEFAULTS` for those not given), checked before anything
-    is built.
-
-    Raises:
-        ValueError: a choice the panel does not offer; the message names the choice and
-            lists the valid ones.
-    """
+    is built: a choice the panel does not offer is a ``ValueError`` listing the valid ones."""
     unknown = sorted(set(settings) - set(DEFAULTS))
     if unknown:
         raise ValueError(f"unknown setting(s) {unknown}; choose from {', '.join(DEFAULTS)}.")
@@ -79,23 +68,15 @@ def check(**settings) -> dict:
 def predict(**settings) -> scaling.Prediction:
     """The prediction the panel shows: weak scaling over 1, 2, 4, ... ``devices`` devices.
 
-    Args (keywords; :data:`DEFAULTS` for those not given):
-        model: a name in :data:`dpkit.cards.MODEL_NAMES`.
-        hardware: a key of :data:`dpkit.cards.HARDWARE`.
-        algorithm: one of :data:`dpkit.scaling.ALGORITHMS`.
-        devices: the largest device count, one of :data:`DEVICE_COUNTS`.
-        per_device_batch: examples per device and step.
-        overlap: fraction (0..1) of the exchange that may hide behind the backward pass.
+    The settings (:data:`DEFAULTS` for those not given): ``model`` (one of
+    :data:`dpkit.cards.MODEL_NAMES`), ``hardware`` (a key of :data:`dpkit.cards.HARDWARE`),
+    ``algorithm``, ``devices`` (the largest count, one of :data:`DEVICE_COUNTS`),
+    ``per_device_batch`` and ``overlap`` (those of :func:`dpkit.scaling.step`).
     """
     c = check(**settings)
-    return scaling.predict(
-        cards.model_card(c["model"]),
-        cards.HARDWARE[c["hardware"]],
-        bench.powers_of_two(c["devices"]),
-        per_device_batch=c["per_device_batch"],
-        algorithm=c["algorithm"],
-        overlap=c["overlap"],
-    )
+    model, hardware = cards.model_card(c["model"]), cards.HARDWARE[c["hardware"]]
+    options = {k: c[k] for k in ("per_device_batch", "algorithm", "overlap")}
+    return scaling.predict(model, hardware, bench.powers_of_two(c["devices"]), **options)
 
 
 def summary(prediction: scaling.Prediction) -> str:
@@ -220,27 +201,13 @@ def panel(
     per_device_batch: int = DEFAULTS["per_device_batch"],
     overlap: float = DEFAULTS["overlap"],
 ) -> scaling.Prediction | None:
-    """Show the cost model's playground; without a frontend, print its table instead.
-
-    Args:
-        model, hardware, algorithm, devices, per_device_batch, overlap: the starting
-            values (see :func:`predict`); ``devices`` is the largest count, up to 1024.
-
-    Returns:
-        In text mode the :class:`dpkit.scaling.Prediction` printed; with widgets ``None``
-        (the panel's ``prediction`` follows the controls; use :class:`ScalingPanel` to keep it).
-
-    Raises:
-        ValueError: a setting the panel does not offer (the message lists the valid ones).
+    """Show the cost model's playground, starting from these settings (see :func:`predict`);
+    without a frontend, print its table instead and return the
+    :class:`dpkit.scaling.Prediction` printed (with widgets ``None``: the panel's
+    ``prediction`` follows the controls; use :class:`ScalingPanel` to keep it).
     """
-    s = check(
-        model=model,
-        hardware=hardware,
-        algorithm=algorithm,
-        devices=devices,
-        per_device_batch=per_device_batch,
-        overlap=overlap,
-    )
+    given = dict(model=model, hardware=hardware, algorithm=algorithm, devices=devices)
+    s = check(**given, per_device_batch=per_device_batch, overlap=overlap)
     if widgets.frontend():
         ScalingPanel(**s).show()
         return None

@@ -182,10 +182,9 @@ class SweepPanel:
         panel = widgets.SweepPanel()
         panel.show()          # pick devices, model, ...; press Run; Stop kills the child
 
-    Args:
-        max_devices: the picker's starting value; the sweep runs 1, 2, 4, ... up to it.
-        model, strategy, batch, scaling: the other controls' starting values.
-        **config: further :class:`dpkit.bench.Config` fields (``windows``, ``timeout``, ...).
+    The keywords are the controls' starting values (``max_devices``: the sweep runs 1, 2, 4,
+    ... up to it); ``**config`` holds further :class:`dpkit.bench.Config` fields (``windows``,
+    ``timeout``, ...).
     """
 
     def __init__(
@@ -198,14 +197,11 @@ class SweepPanel:
         scaling: str = "strong",
         **config,
     ):
-        if max_devices not in PANEL_DEVICE_COUNTS:
-            raise ValueError(
-                f"max_devices must be one of {PANEL_DEVICE_COUNTS}, got {max_devices!r}."
-            )
-        if model not in PANEL_MODELS:
-            raise ValueError(f"model must be one of {PANEL_MODELS}, got {model!r}.")
-        if strategy not in PANEL_STRATEGIES:
-            raise ValueError(f"strategy must be one of {PANEL_STRATEGIES}, got {strategy!r}.")
+        offered = {"max_devices": PANEL_DEVICE_COUNTS, "model": PANEL_MODELS}
+        offered["strategy"] = PANEL_STRATEGIES
+        for name, value in (("max_devices", max_devices), ("model", model), ("strategy", strategy)):
+            if value not in offered[name]:
+                raise ValueError(f"{name} must be one of {offered[name]}, got {value!r}.")
         self._config = config
         self._settings = dict(
             max_devices=max_devices, model=model, strategy=strategy, batch=batch, scaling=scaling
