@@ -85,15 +85,9 @@ def parse_task(task) -> tuple[str, int]:
 
 
 def probe(addresses: dict, timeout: float = 10.0) -> None:
-    """Wait until every address answers, else raise :class:`ClusterNotReadyError`.
-
-    Args:
-        addresses: ``{task: "host:port"}``, a task being ``(job, index)`` or ``"job:index"``.
-        timeout: seconds to wait in all.
-
-    Raises:
-        ClusterNotReadyError: naming the first task that did not answer in time.
-    """
+    """Wait until every address of ``{task: "host:port"}`` answers (a task is ``(job, index)``
+    or ``"job:index"``), else raise :class:`ClusterNotReadyError` naming the first task that
+    did not answer within ``timeout`` seconds in all."""
     deadline = time.monotonic() + timeout
     for task, address in addresses.items():
         while not port_answers(address, timeout=min(0.5, max(0.05, deadline - time.monotonic()))):
@@ -122,20 +116,15 @@ class LocalCluster:
             strategy = c.make_strategy()
             ...
 
-    Args:
-        num_workers: worker tasks (at least 1).
-        num_ps: parameter-server tasks (at least 0; ``ParameterServerStrategy`` needs 1).
-        mode: ``"process"`` (one child process per task) or ``"in_process"``.
-        chief: also reserve a ``chief`` address in the ``ClusterSpec`` for the coordinator
-            (the process that runs ``ParameterServerStrategy``). Without it the coordinator
-            joins the cluster as ``chief`` on a port of its own choosing. Use it when the
-            process builds a second strategy on the same tasks (resuming after a ps
-            restart): without it the restarted ps could not reach the coordinator (measured).
-        start_timeout: seconds :meth:`start` may take for all tasks to listen.
-        host: address the tasks are reached at (servers listen on all interfaces anyway).
-
-    Raises:
-        ValueError: a bad count, mode or timeout, before anything starts.
+    ``ParameterServerStrategy`` needs ``num_ps >= 1``. ``mode`` is ``"process"`` (one child
+    process per task) or ``"in_process"``. ``chief=True`` also reserves a ``chief`` address in
+    the ``ClusterSpec`` for the coordinator (the process that runs
+    ``ParameterServerStrategy``); without it the coordinator joins the cluster as ``chief`` on
+    a port of its own choosing. Use it when the process builds a second strategy on the same
+    tasks (resuming after a ps restart): without it the restarted ps could not reach the
+    coordinator (measured). ``host`` is where the tasks are reached (servers listen on all
+    interfaces anyway). A bad count, mode or timeout is a ``ValueError`` before anything
+    starts.
     """
 
     def __init__(
@@ -215,14 +204,8 @@ class LocalCluster:
         )
 
     def tf_config(self, task_type: str, task_id: int = 0, as_json: bool = False):
-        """The ``TF_CONFIG`` a process running task ``(task_type, task_id)`` would set.
-
-        Returns:
-            ``{"cluster": {...}, "task": {"type": ..., "index": ...}}`` (or its JSON text).
-
-        Raises:
-            ValueError: no such task in this cluster.
-        """
+        """The ``TF_CONFIG`` a process running task ``(task_type, task_id)`` would set:
+        ``{"cluster": {...}, "task": {"type": ..., "index": ...}}`` (or its JSON text)."""
         self._need_started()
         job, index = parse_task((task_type, task_id))
         if index >= len(self.cluster.get(job, ())):
@@ -246,12 +229,8 @@ class LocalCluster:
         self.shutdown()
 
     def start(self, *, _warn_level: int = 2) -> LocalCluster:
-        """Start every task and return once all of them listen.
-
-        Raises:
-            ClusterNotReadyError: a task did not start (its name and stderr in the message).
-            RuntimeError: a second in-process cluster in this process.
-        """
+        """Start every task and return once all of them listen (else
+        :class:`ClusterNotReadyError`, with the task's name and stderr)."""
         global _warned
         if self.started:
             return self
@@ -348,15 +327,9 @@ class LocalCluster:
         probe(self._task_addresses(), timeout=timeout)
 
     def make_strategy(self, timeout: float = 5.0, **kwargs):
-        """Check every task listens, then build ``tf.distribute.ParameterServerStrategy``.
-
-        Args:
-            timeout: seconds to wait for the tasks (:meth:`check`).
-            **kwargs: passed on, e.g. ``variable_partitioner``.
-
-        Raises:
-            ClusterNotReadyError: a task is down (instead of blocking for minutes).
-        """
+        """Check every task listens (within ``timeout``: a task down raises
+        :class:`ClusterNotReadyError` instead of blocking for minutes), then build
+        ``tf.distribute.ParameterServerStrategy`` with ``kwargs`` (``variable_partitioner``)."""
         self.check(timeout)  # before importing TensorFlow: fail in a second, not minutes
         import tensorflow as tf
 
@@ -379,14 +352,9 @@ class LocalCluster:
         self._close([self._fault_task(task)])
 
     def restart(self, task, timeout: float | None = None) -> int:
-        """Start a killed (or running: it is killed first) task again on its old port.
-
-        Returns:
-            The new PID.
-
-        Raises:
-            ClusterNotReadyError: not back within ``timeout`` (default ``start_timeout``).
-        """
+        """Start a killed (or running: it is killed first) task again on its old port; return
+        its new PID (:class:`ClusterNotReadyError` if not back within ``timeout``, by default
+        ``start_timeout``)."""
         t = self._fault_task(task)
         self._close([t])
         timeout = self.start_timeout if timeout is None else timeout

@@ -15,19 +15,10 @@ _servers: dict | None = None  # this process's in-process servers, once started
 
 
 def start_servers(cluster: dict, tasks: list, inter_op_threads: int) -> dict:
-    """Start a ``tf.distribute.Server`` per task in this process (as TensorFlow's tutorial does).
-
-    Args:
-        cluster: ``{job: ["host:port", ...]}``.
-        tasks: the ``(job, index)`` tasks to serve.
-        inter_op_threads: every server's (the ps too), ``LocalCluster.inter_op_threads_per_task``.
-
-    Returns:
-        ``{task: server}``; the servers serve until the process ends.
-
-    Raises:
-        RuntimeError: this process already holds in-process servers (never stopped).
-    """
+    """Start a ``tf.distribute.Server`` per ``(job, index)`` of ``tasks`` in this process (as
+    TensorFlow's tutorial does), each with ``inter_op_threads``
+    (``LocalCluster.inter_op_threads_per_task``); return ``{task: server}``. The servers serve
+    until the process ends: a second call in one process is a ``RuntimeError``."""
     global _servers
     if _servers is not None:
         raise RuntimeError(

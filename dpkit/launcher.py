@@ -259,17 +259,10 @@ def _parser(prog: str, flag: _Spelling) -> argparse.ArgumentParser:
 def parse(
     argv: list[str] | None = None, environ=None, *, prog: str = "python -m dpkit task"
 ) -> Task:
-    """Read the task from flags, else from ``TF_CONFIG``, and check it all.
-
-    Args:
-        argv: the arguments after ``task`` (``sys.argv`` style, without the program).
-        environ: where ``TF_CONFIG`` is read (``os.environ`` by default).
-        prog: the command named in ``--help`` and in errors.
-
-    Raises:
-        LaunchError: a bad or inconsistent flag or ``TF_CONFIG``, with the fix.
-        SystemExit: after printing the help, for ``--help``.
-    """
+    """Read the task from flags (``argv``: the arguments after ``task``), else from
+    ``TF_CONFIG`` in ``environ`` (``os.environ`` by default), and check it all: a bad or
+    inconsistent flag or ``TF_CONFIG`` is a :class:`LaunchError` with the fix; ``--help``
+    prints the help and raises ``SystemExit``."""
     environ = os.environ if environ is None else environ
     argv = [] if argv is None else [str(a) for a in argv]
     flag = _Spelling(argv)

@@ -39,12 +39,9 @@ class Group(procs.Group):
         group.arguments["worker:0"]  # ["--steps", "20"]: what start was given
 
     The rest (``send``, ``wait_for``, ``wait``, ``kill``, ``close``, ``pids``) is the
-    plumbing's ``procs.Group``, which ``dpkit.pinned`` of lesson 05 uses too.
-
-    Args:
-        timeout: seconds any one ``wait`` or ``wait_for`` may take before every child is
-            killed and ``TimeoutError`` is raised.
-        echo: called with each log line (``print`` by default; ``None`` for silence).
+    plumbing's ``procs.Group``, which ``dpkit.pinned`` of lesson 05 uses too: ``timeout`` is
+    what any one ``wait`` or ``wait_for`` may take before every child is killed and
+    ``TimeoutError`` is raised; ``echo`` gets each log line (``print``; ``None``: silence).
     """
 
     def start(

@@ -21,12 +21,10 @@ The last record is ``{"done": index}``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 
 from dpkit.plumbing import contract, procs
-from dpkit.programs import throughput
+from dpkit.programs import pinned, throughput
 
 #: All-reduces run back to back in one ``tf.function`` call (one trace serves every size).
 CHAIN = 4
@@ -60,23 +58,11 @@ def main(argv: list[str]) -> contract.ThroughBarrier:
     parser.add_argument("--matmul_seconds", type=float, default=0.5)
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    if args.core >= 0:
-        os.sched_setaffinity(0, {args.core})
-
+    workers, index = pinned.join(args.core, args.threads)
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    # collectives need a second inter-op thread next to the call that waits for them
-    tf.config.threading.set_inter_op_parallelism_threads(max(2, args.threads))
-    spec = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    workers = len(spec.get("cluster", {}).get("worker", []))
-    index = spec.get("task", {}).get("index", 0)
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    procs.record(
-        contract.WorkerReady(
-            ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid()
-        )
-    )
+    pinned.ready(index, workers)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
     def chain(t):
@@ -105,9 +91,8 @@ def main(argv: list[str]) -> contract.ThroughBarrier:
             seconds.append((time.perf_counter() - start) / (calls * CHAIN))
         if not (sums == workers).all():  # every worker gave ones: the sum is the count
             raise RuntimeError(f"an all-reduce of ones over {workers} workers gave {sums}")
-        procs.record(
-            contract.AllReduceTimes(size_bytes=size, seconds=seconds, per_sample=calls * CHAIN)
-        )
+        times = contract.AllReduceTimes(size_bytes=size, seconds=seconds, per_sample=calls * CHAIN)
+        procs.record(times)
     if index == 0 and args.matmul_size > 0:
         flops = throughput.matmul_peak("/CPU:0", args.matmul_size, args.matmul_seconds)
         procs.record(contract.MatmulPeak(matmul_flops_per_s=flops, matmul_size=args.matmul_size))

@@ -77,9 +77,8 @@ def main(argv: list[str]) -> int:
     if args.strategy == "fit":
         return _fit(build, devs, dataset, args, calls_per_round, ready)
 
-    step, _ = throughput.make_step(
-        args.strategy, build, devs, dataset, global_batch=args.batch, steps_per_call=args.per_call
-    )
+    options = {"global_batch": args.batch, "steps_per_call": args.per_call}
+    step, _ = throughput.make_step(args.strategy, build, devs, dataset, **options)
     for _ in range(WARMUP_CALLS):
         float(step())  # tracing and first-step costs
     procs.record(ready)
@@ -102,12 +101,9 @@ def _fit(build, devs, dataset, args, calls_per_round: int, ready) -> int:
     strategy = tf.distribute.MirroredStrategy(devs)
     with strategy.scope():
         model = build()
-        model.compile(
-            optimizer=keras.optimizers.SGD(0.01),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            steps_per_execution=args.per_call,
-            jit_compile=False,
-        )
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        options = {"steps_per_execution": args.per_call, "jit_compile": False}
+        model.compile(optimizer=keras.optimizers.SGD(0.01), loss=loss, **options)
 
     class RoundClock(keras.callbacks.Callback):
         """Reads the clock at the end of the warm-up and at every round's boundary."""
@@ -135,11 +131,7 @@ def _fit(build, devs, dataset, args, calls_per_round: int, ready) -> int:
     clock = RoundClock()
     try:
         model.fit(
-            dataset,
-            steps_per_epoch=total_calls * args.per_call,
-            epochs=1,
-            verbose=0,
-            callbacks=[clock],
+            dataset, steps_per_epoch=total_calls * args.per_call, verbose=0, callbacks=[clock]
         )
     except Exception as error:  # noqa: BLE001 -- reported, not hidden
         if clock.start is not None:

@@ -21,6 +21,33 @@ from dpkit import models
 from dpkit.plumbing import contract, procs
 
 
+def join(core: int, threads: int) -> tuple[int, int]:
+    """Pin this process to ``core`` (-1: do not) *before* TensorFlow starts (it sizes its thread
+    pools from the cores it may use) and give TensorFlow ``threads`` intra-op threads; return
+    ``(workers, index)`` from ``TF_CONFIG`` (``(1, 0)`` without one). The ``allreduce`` program
+    (:mod:`dpkit.programs.collective`) starts the same way."""
+    if core >= 0:
+        os.sched_setaffinity(0, {core})
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    # collectives need a second inter-op thread next to the call that waits for them
+    tf.config.threading.set_inter_op_parallelism_threads(max(2, threads))
+    spec = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    return len(spec.get("cluster", {}).get("worker", [])) or 1, spec.get("task", {}).get("index", 0)
+
+
+def ready(index: int, workers: int) -> None:
+    """Write this worker's ``contract.WorkerReady``."""
+    import tensorflow as tf
+
+    procs.record(
+        contract.WorkerReady(
+            ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid()
+        )
+    )
+
+
 def main(argv: list[str]) -> int:
     """One contender process; returns 0 after ``quit`` (or the end of stdin)."""
     parser = argparse.ArgumentParser(prog="python -m dpkit.programs pinned")
@@ -31,20 +58,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--warmup_steps", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.core >= 0:
-        os.sched_setaffinity(0, {args.core})
-
+    workers, index = join(args.core, args.threads)
     import keras
     import tensorflow as tf
 
     from dpkit import data, towers
 
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    # collectives need a second inter-op thread next to the step that waits for them
-    tf.config.threading.set_inter_op_parallelism_threads(max(2, args.threads))
-    spec = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    workers = len(spec.get("cluster", {}).get("worker", [])) or 1
-    index = spec.get("task", {}).get("index", 0)
     if workers > 1:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     else:
@@ -63,14 +82,9 @@ def main(argv: list[str]) -> int:
     step = towers.make_mirrored_train_step(
         model, optimizer, strategy, args.global_batch, global_loss=False
     )
-
     for _ in range(args.warmup_steps):
         float(step(x, y))
-    procs.record(
-        contract.WorkerReady(
-            ready=index, workers=workers, tensorflow=tf.__version__, pid=os.getpid()
-        )
-    )
+    ready(index, workers)
     for line in sys.stdin:
         command = line.split()
         if command[:1] == ["run"]:

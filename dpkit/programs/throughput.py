@@ -53,35 +53,18 @@ def matmul_peak(device: str, size: int | None = None, seconds: float = 1.0) -> f
                 return best
 
 
-def make_step(
-    strategy: str,
-    build,
-    devices,
-    dataset,
-    *,
-    global_batch: int,
-    lr: float = 0.01,
-    steps_per_call: int = 1,
-):
-    """Build a model and one SGD training step for ``strategy`` on ``devices``.
+def make_step(strategy, build, devices, dataset, *, global_batch, lr=0.01, steps_per_call=1):
+    """Build a model (``build()``, under the right device or strategy scope) and one SGD
+    training step for ``strategy`` on ``devices``; return ``(step, model)``.
 
-    Args:
-        strategy: ``"single"`` (:func:`dpkit.models.make_train_step` on ``devices[0]``),
-            ``"towers"`` (:func:`dpkit.towers.make_tower_train_step`, variables on the CPU) or
-            ``"mirrored"`` (:func:`dpkit.towers.make_mirrored_train_step`, ``MirroredStrategy``).
-        build: makes the Keras model (called under the right device or strategy scope).
-        devices: device names from ``dpkit.devices.setup``.
-        dataset: an endless ``tf.data.Dataset`` of global batches ``(x, y)``.
-        global_batch: examples per step (the mirrored loss divides by it).
-        lr: the SGD learning rate.
-        steps_per_call: training steps per call of ``step()``. Above 1 the steps run in a
-            ``tf.range`` loop inside one ``tf.function`` that reads its batches from the
-            iterator itself (the idea behind Keras' ``steps_per_execution``), so Python
-            dispatches one call per ``steps_per_call`` steps.
-
-    Returns:
-        ``(step, model)``: ``step()`` trains on the next ``steps_per_call`` batches and
-        returns the last step's loss.
+    ``strategy`` is ``"single"`` (:func:`dpkit.models.make_train_step` on ``devices[0]``),
+    ``"towers"`` (:func:`dpkit.towers.make_tower_train_step`, variables on the CPU) or
+    ``"mirrored"`` (:func:`dpkit.towers.make_mirrored_train_step`, ``MirroredStrategy``);
+    ``dataset`` is an endless ``tf.data.Dataset`` of global batches ``(x, y)``. ``step()``
+    trains on the next ``steps_per_call`` batches and returns the last step's loss. Above 1
+    the steps run in a ``tf.range`` loop inside one ``tf.function`` that reads its batches
+    from the iterator itself (the idea behind Keras' ``steps_per_execution``), so Python
+    dispatches one call per ``steps_per_call`` steps.
     """
     import keras
     import tensorflow as tf
@@ -141,15 +124,10 @@ def run(config: bench.Config) -> int:
     build = functools.partial(models.build, config.model, input_shape=shape)
     step, model = make_step(config.strategy, build, devs, dataset, global_batch=batch)
 
-    procs.record(
-        contract.ThroughputReady(
-            num_devices=setup.num_devices,
-            device_names=devs,
-            device_case=setup.case,
-            physical_devices=len(setup.physical),
-            flops_per_example=models.flops_per_example(model, training=True),
-        )
-    )
+    flops = models.flops_per_example(model, training=True)
+    ready = {"num_devices": setup.num_devices, "device_names": devs, "device_case": setup.case}
+    ready |= {"physical_devices": len(setup.physical), "flops_per_example": flops}
+    procs.record(contract.ThroughputReady(**ready))
     if config.measure_peak:
         procs.record(contract.ThroughputPeak(flops_per_sec=matmul_peak(devs[0])))
     m = meter.ThroughputMeter(
@@ -166,15 +144,10 @@ def run(config: bench.Config) -> int:
             return contract.Exit.DIVERGED
         window = m.tick()
         if window is not None:
+            rate, per_step = window.examples_per_sec, window.sec_per_step
+            done = {"index": window.index, "step": m.steps, "of_steps": config.steps, "loss": loss}
             procs.record(
-                contract.ThroughputWindow(
-                    index=window.index,
-                    step=m.steps,
-                    of_steps=config.steps,
-                    examples_per_sec=window.examples_per_sec,
-                    sec_per_step=window.sec_per_step,
-                    loss=loss,
-                )
+                contract.ThroughputWindow(examples_per_sec=rate, sec_per_step=per_step, **done)
             )
     procs.record(contract.ThroughputSummary(**m.summary().as_dict()))
     return contract.Exit.OK

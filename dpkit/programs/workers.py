@@ -58,10 +58,8 @@ def tf1_session(master: str, index: int, chief: bool, hooks: list, threads: int 
     from tensorflow.python.training import session_manager
 
     v1 = tf.compat.v1
-    config = v1.ConfigProto(
-        device_filters=["/job:ps", f"/job:worker/task:{index}"],
-        inter_op_parallelism_threads=threads,
-    )
+    filters = ["/job:ps", f"/job:worker/task:{index}"]
+    config = v1.ConfigProto(device_filters=filters, inter_op_parallelism_threads=threads)
     if chief:
         return v1.train.MonitoredTrainingSession(
             master=master, is_chief=True, hooks=hooks, config=config, **chief_args
