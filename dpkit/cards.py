@@ -1,4 +1,5 @@
-"""Model cards and hardware cards for the cost model of :mod:`dpkit.scaling` (lesson 09).
+"""Model cards and hardware cards for the cost model of :mod:`dpkit.scaling` (lesson 05 reads a
+model card; lesson 09 predicts with them).
 
 A *model card* holds a model's trainable parameters and forward FLOPs per example, counted
 from the Keras model itself (:func:`dpkit.models.count_params`,

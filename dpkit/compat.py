@@ -1,7 +1,8 @@
 """TensorFlow 1 graph-mode versions, for side-by-side runs with the TF2 code.
 
-Introduced in lessons 01 and 02. Everything here runs under ``tf.compat.v1`` in a
-graph of its own, so it does not disturb the notebook's eager TF2 code.
+Introduced in lesson 02 (lesson 01 writes its TF1 graph inline first). Everything here
+runs under ``tf.compat.v1`` in a graph of its own, so it does not disturb the notebook's
+eager TF2 code.
 
 * :func:`lenet5_tf1`: LeNet-5 with ``get_variable`` and raw ``tf.nn`` ops, as the
   sources' CIFAR-10 code writes models.

@@ -1,8 +1,9 @@
 """Measuring training throughput honestly: examples per second and seconds per step.
 
-Introduced in lesson 05. Plain Python, with no TensorFlow and no widgets: the training
-loop calls :meth:`ThroughputMeter.tick` after each step (once the step's result is
-ready), and the meter turns the intervals between ticks into measurements.
+Introduced in lesson 01 (its timed training loop); lesson 05 measures throughput. Plain
+Python, with no TensorFlow and no widgets: the training loop calls
+:meth:`ThroughputMeter.tick` after each step (once the step's result is ready), and the
+meter turns the intervals between ticks into measurements.
 
 * The first ``warmup_steps`` intervals are dropped: they include tracing, memory
   allocation and caches filling up, which a long run does not pay again.

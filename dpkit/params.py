@@ -1,4 +1,4 @@
-"""Check a notebook's parameters before anything runs on them.
+"""Check a notebook's parameters before anything runs on them (every notebook, from lesson 00).
 
 Every lesson and solution starts with a cell tagged ``parameters`` (papermill's
 convention: ``papermill lesson.ipynb out.ipynb -p NUM_DEVICES 2`` replaces its values).

@@ -1,4 +1,5 @@
-"""Published scaling results, and the cost model of :mod:`dpkit.scaling` checked against them.
+"""Published scaling results (lesson 05 reads one table), and the cost model of
+:mod:`dpkit.scaling` checked against them (lesson 09).
 
 Each :class:`Setup` is one published measurement campaign: a hardware card from
 :mod:`dpkit.cards`, the fraction of the exchange its software hid behind the backward pass,

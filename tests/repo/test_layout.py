@@ -599,3 +599,20 @@ def test_dpkit_readme_names_every_registered_program_once():
     rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
     named = [name for row in rows for name in re.findall(r"`(\w+)`", row)]
     assert sorted(named) == sorted(registered), (named, registered)
+
+
+def test_each_lesson_modules_docstring_names_the_lesson_that_introduces_it(layout):
+    """The first "lesson NN" a module's docstring names is the first lesson that imports it."""
+    lessons, wrong = the_map.first_lessons(), []
+    for name in layout["modules"]:
+        first = lessons.get(f"dpkit.{name}")
+        if first is None:
+            continue
+        path = ROOT / "dpkit" / (name.replace(".", "/") + ".py")
+        if not path.exists():
+            path = path.with_suffix("") / "__init__.py"
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        said = re.search(r"[Ll]essons? (\d\d)", doc)
+        if not said or int(said.group(1)) != first:
+            wrong.append(f"{name}: says {said and said.group(0)!r}, first imported in {first:02d}")
+    assert not wrong, wrong
