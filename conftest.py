@@ -26,7 +26,8 @@ from tests.support.durations import (
     stored,
 )
 
-pytest_plugins = ["tests.support.nbval_plugin"]
+# nbval's stderr hook; the known_run fixture the summaries tests of two rooms share.
+pytest_plugins = ["tests.support.nbval_plugin", "tests.support.summaries_run"]
 
 
 def pytest_addoption(parser):
