@@ -97,6 +97,30 @@ def end_process(returned: int | ThroughBarrier | None) -> NoReturn:
     os._exit(code)
 
 
+# ----------------------------------------------------------------------------- stdin commands
+
+
+class Command(enum.StrEnum):
+    """The stdin lines a parent sends the ``pinned`` and ``contender`` programs."""
+
+    RUN = "run"  #: time steps: ``run K`` (``pinned``: K steps) or ``run`` (``contender``)
+    CHECKSUM = "checksum"  #: ``pinned``: answer a :class:`Checksum`
+    QUIT = "quit"  #: end (so does the end of stdin)
+
+    def line(self, *args: object) -> str:
+        """The stdin line of this command and its arguments, e.g. ``"run 20"``."""
+        return " ".join([self.value, *map(str, args)])
+
+    @classmethod
+    def parse(cls, line: str) -> tuple[Command, list[str]]:
+        """``(command, arguments)`` of a stdin line; an empty line (end of stdin) is ``QUIT``."""
+        words = line.split() or [cls.QUIT.value]
+        if words[0] not in cls._value2member_map_:
+            expected = [c.value for c in cls]
+            raise ValueError(f"unknown stdin command {line!r}: expected one of {expected}.")
+        return cls(words[0]), words[1:]
+
+
 # ----------------------------------------------------------------------------- records
 
 
@@ -175,8 +199,6 @@ class Event(Record):
 
 
 # -- throughput (dpkit.programs.throughput) -> bench
-
-
 @dataclasses.dataclass(frozen=True)
 class ThroughputReady(Event):
     """The devices are set up and the model is built."""
@@ -230,8 +252,6 @@ EVENTS = {
 
 
 # -- server (dpkit.programs.server) -> cluster
-
-
 @dataclasses.dataclass(frozen=True)
 class ServerReady(Record):
     """A cluster task's server listens; ``ready`` is its name, e.g. ``"ps:0"``."""
@@ -240,8 +260,6 @@ class ServerReady(Record):
 
 
 # -- pinned and allreduce (dpkit.programs.pinned, .collective) -> pinned, calibrate
-
-
 @dataclasses.dataclass(frozen=True)
 class WorkerReady(Record):
     """A worker has warmed up (``ready`` is its index among ``workers``)."""
@@ -292,8 +310,6 @@ class Done(Record):
 
 
 # -- mwms and tf1 (dpkit.programs.workers) -> lesson 07's tasks.Group
-
-
 @dataclasses.dataclass(frozen=True)
 class MirroredStep(Record):
     """``mwms``: one step's loss of the whole global batch, seconds since the first."""
@@ -334,8 +350,6 @@ class GlobalStep(Record):
 
 
 # -- task (dpkit.programs.task) -> lesson 08's tasks.Group
-
-
 @dataclasses.dataclass(frozen=True)
 class TaskProgress(Record):
     """A training task's progress; ``mine``: steps run by this TF1 worker (TF1 only)."""
@@ -359,8 +373,6 @@ class TaskDone(Record):
 
 
 # -- contender (dpkit.programs.contender) -> benchmarks/towers_vs_mirrored.py
-
-
 @dataclasses.dataclass(frozen=True)
 class ContenderReady(Record):
     """A contender warmed up (or ``failed`` before its first step, saying why)."""

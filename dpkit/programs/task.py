@@ -345,20 +345,14 @@ class TF1(Flavour):
         hooks = [v1.train.StopAtStepHook(last_step=task.train_steps)] if stop_here else []
         if sync:
             hooks.append(opt.make_session_run_hook(is_chief=task.is_chief))
-        session = workers.tf1_session(  # the chief's saves checkpoints and summaries
-            self.server.target,
-            task.index,
-            task.is_chief,
-            hooks,
-            threads,
-            checkpoint_dir=task.logdir,
-            save_checkpoint_steps=task.checkpoint_every,
-            save_summaries_steps=task.log_every,
-            log_step_count_steps=0,
-            # after the last step the sync chief's queue runner still waits for a round
-            # that no worker will finish: give it 2 s on close, not 120
-            stop_grace_period_secs=2,
-        )
+        # the chief's session saves checkpoints and summaries
+        saving = {"checkpoint_dir": task.logdir, "save_checkpoint_steps": task.checkpoint_every}
+        saving |= {"save_summaries_steps": task.log_every, "log_step_count_steps": 0}
+        # after the last step the sync chief's queue runner still waits for a round that no
+        # worker will finish: give it 2 s on close, not 120
+        saving["stop_grace_period_secs"] = 2
+        target, index = self.server.target, task.index
+        session = workers.tf1_session(target, index, task.is_chief, hooks, threads, **saving)
         if not task.is_chief:
             threading.Thread(target=self.leave_with_chief, daemon=True).start()
         self.session = stack.enter_context(session)  # the chief's saves as it closes
