@@ -160,11 +160,11 @@ def main(argv=None) -> int:
         for r in range(args.rounds):
             order = keys[r % len(keys) :] + keys[: r % len(keys)]
             for key in order:
-                children[key].send("run")
+                children[key].send(contract.Command.RUN)
                 seconds[key].append(_read(children[key], label[key], contract.Round).seconds)
             print(f"  round {r + 1}/{args.rounds} done", flush=True)
         for key in keys:
-            children[key].send("quit")
+            children[key].send(contract.Command.QUIT)
         for key in keys:
             children[key].wait(timeout=120)
     finally:

@@ -212,7 +212,7 @@ def compare(
         for r in range(rounds):
             for name, members in tasks_of.items():
                 for task in members:
-                    group.send(task, f"run {window_steps}")
+                    group.send(task, contract.Command.RUN.line(window_steps))
                 windows = [group.wait_for(task, contract.Timed) for task in members]
                 # the window ends when the slowest worker is done
                 result.seconds[name].append(max(w.seconds for w in windows))
@@ -220,10 +220,10 @@ def compare(
             say(f"  round {r + 1}/{rounds}: {rates} examples/sec")
         for name, members in tasks_of.items():
             for task in members:
-                group.send(task, "checksum")
+                group.send(task, contract.Command.CHECKSUM)
             sums = [group.wait_for(t, contract.Checksum).checksum for t in members]
             result.checksums[name] = sums
             for task in members:
-                group.send(task, "quit")
+                group.send(task, contract.Command.QUIT)
         group.wait()
     return result

@@ -26,9 +26,8 @@ WARMUP_CALLS = 3
 STRATEGIES = ("single", "towers", "mirrored", "fit")
 
 
-def _next_command() -> str:
-    line = sys.stdin.readline()
-    return line.strip() if line else "quit"
+def _next_command() -> contract.Command:
+    return contract.Command.parse(sys.stdin.readline())[0]
 
 
 def main(argv: list[str]) -> int:
@@ -82,7 +81,7 @@ def main(argv: list[str]) -> int:
     for _ in range(WARMUP_CALLS):
         float(step())  # tracing and first-step costs
     procs.record(ready)
-    while _next_command() == "run":
+    while _next_command() is contract.Command.RUN:
         start = time.perf_counter()
         for _ in range(calls_per_round):
             loss = step()
@@ -122,7 +121,7 @@ def _fit(build, devs, dataset, args, calls_per_round: int, ready) -> int:
                 procs.record(contract.Round(seconds=time.perf_counter() - self.start))
             else:
                 procs.record(ready)
-            if _next_command() != "run":
+            if _next_command() is not contract.Command.RUN:
                 self.model.stop_training = True
                 return
             self.start = time.perf_counter()

@@ -1,12 +1,12 @@
 """The ``pinned`` program: one contender of :func:`dpkit.pinned.compare` (lesson 05).
 
-Started through :class:`dpkit.tasks.Group` as ``python -m dpkit.programs pinned ...``. It
-pins itself to ``--core`` *before* TensorFlow starts (TensorFlow sizes its thread pools
+Started through :class:`dpkit.plumbing.procs.Group` as ``python -m dpkit.programs pinned``.
+It pins itself to ``--core`` *before* TensorFlow starts (TensorFlow sizes its thread pools
 from the cores it may use), trains on synthetic data (with ``MultiWorkerMirroredStrategy``
 when ``TF_CONFIG`` names several workers, each on its slice of every global batch), writes
-a ``ready`` record, and then answers stdin lines with records: ``run K`` (time K steps,
-answer ``{"seconds": ...}``), ``checksum`` (the sum of all weights, to check that the
-workers hold the same model) and ``quit``.
+a ``ready`` record, and then answers the stdin lines of ``contract.Command`` with records:
+``run K`` (time K steps, answer ``{"seconds": ...}``), ``checksum`` (the sum of all weights,
+to check that the workers hold the same model) and ``quit``.
 """
 
 from __future__ import annotations
@@ -86,16 +86,16 @@ def main(argv: list[str]) -> int:
         float(step(x, y))
     ready(index, workers)
     for line in sys.stdin:
-        command = line.split()
-        if command[:1] == ["run"]:
+        command, arguments = contract.Command.parse(line)
+        if command is contract.Command.RUN:
             start = time.perf_counter()
-            for _ in range(int(command[1])):
+            for _ in range(int(arguments[0])):
                 loss = step(x, y)
             float(loss)  # waits for the last step
             procs.record(contract.Timed(seconds=time.perf_counter() - start, loss=float(loss)))
-        elif command[:1] == ["checksum"]:
+        elif command is contract.Command.CHECKSUM:
             total = sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in model.weights)
             procs.record(contract.Checksum(checksum=total))
-        elif command[:1] == ["quit"]:
+        else:
             break
     return contract.Exit.OK

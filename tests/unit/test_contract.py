@@ -163,3 +163,28 @@ def test_child_env_is_quiet_names_its_parent_and_takes_extra(monkeypatch):
     assert env["PYTHONPATH"].split(os.pathsep)[0] == root
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
     assert procs.child_env()["TF_ENABLE_ONEDNN_OPTS"] == "0"
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("run 20\n", (contract.Command.RUN, ["20"])),
+        ("run\n", (contract.Command.RUN, [])),
+        ("checksum\n", (contract.Command.CHECKSUM, [])),
+        ("quit\n", (contract.Command.QUIT, [])),
+        ("", (contract.Command.QUIT, [])),  # the end of stdin
+    ],
+)
+def test_a_stdin_command_reads_back(line, expected):
+    assert contract.Command.parse(line) == expected
+
+
+def test_a_stdin_command_line_is_its_word_and_arguments():
+    assert contract.Command.RUN.line(20) == "run 20"
+    assert contract.Command.QUIT.line() == "quit"
+    assert contract.Command.parse(contract.Command.RUN.line(7)) == (contract.Command.RUN, ["7"])
+
+
+def test_an_unknown_stdin_command_is_named():
+    with pytest.raises(ValueError, match=r"unknown stdin command 'rnu 3'.*'run', 'checksum'"):
+        contract.Command.parse("rnu 3")
