@@ -192,14 +192,8 @@ class Calibration:
     @classmethod
     def from_dict(cls, values: dict) -> Calibration:
         """The calibration :meth:`as_dict` gave (e.g. read back from a JSON file)."""
-        required = (
-            "workers",
-            "sizes_bytes",
-            "seconds",
-            "raw_seconds",
-            "alpha_s",
-            "beta_s_per_byte",
-        )
+        required = ("workers", "sizes_bytes", "seconds", "raw_seconds")
+        required += ("alpha_s", "beta_s_per_byte")
         missing = [k for k in required if k not in values]
         if missing:
             raise ValueError(

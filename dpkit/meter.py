@@ -83,14 +83,9 @@ class Summary:
 
     def as_dict(self) -> dict:
         """Plain numbers, for JSON."""
-        return {
-            "examples_per_sec": self.examples_per_sec,
-            "mean_examples_per_sec": self.mean_examples_per_sec,
-            "spread": self.spread,
-            "sec_per_step": self.sec_per_step,
-            "windows": len(self.windows),
-            "warmup_steps": self.warmup_steps,
-        }
+        names = ("examples_per_sec", "mean_examples_per_sec", "spread", "sec_per_step")
+        values = {name: getattr(self, name) for name in names}
+        return {**values, "windows": len(self.windows), "warmup_steps": self.warmup_steps}
 
 
 class ThroughputMeter:

@@ -36,12 +36,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument(
         "-n", type=int, default=2, metavar="N", help="devices to set up (default %(default)s)"
     )
+    split = "memory per logical GPU when one GPU is split (default %(default)s)"
     p.add_argument(
-        "--gpu-memory-mb",
-        type=int,
-        default=devices.DEFAULT_GPU_MEMORY_MB,
-        metavar="MB",
-        help="memory per logical GPU when one GPU is split (default %(default)s)",
+        "--gpu-memory-mb", type=int, default=devices.DEFAULT_GPU_MEMORY_MB, metavar="MB", help=split
     )
     p.set_defaults(prepare=_devices)
 
@@ -126,13 +123,10 @@ def _bench(args: argparse.Namespace):
 
     def work() -> int:
         first = sweep.configs[0]
-        print(
-            f"{args.model}, {args.strategy}, {scaling} scaling, batch "
-            f"{args.batch} {'per device' if args.weak else 'global'}, devices {counts}; "
-            f"{first.warmup_steps} warm-up steps, then {first.windows} windows of "
-            f"{first.window_steps} steps",
-            flush=True,
-        )
+        batch = f"{args.batch} {'per device' if args.weak else 'global'}"
+        steps = f"{first.warmup_steps} warm-up steps, then {first.windows} windows"
+        what = f"{args.model}, {args.strategy}, {scaling} scaling, batch {batch}, devices {counts}"
+        print(f"{what}; {steps} of {first.window_steps} steps", flush=True)
         default = summaries.runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json")
         stem = args.out or str(default)
         interrupted = False

@@ -133,15 +133,9 @@ class ScalingPanel:
         self._quiet = False
         for name in DEFAULTS:
             getattr(self, name).observe(self._changed, names="value")
-        self.widget = w.VBox(
-            [
-                w.HBox([self.model, self.algorithm]),
-                self.hardware,
-                w.HBox([self.devices, self.per_device_batch, self.overlap]),
-                self.summary,
-                self.plot,
-            ]
-        )
+        numbers = w.HBox([self.devices, self.per_device_batch, self.overlap])
+        rows = [w.HBox([self.model, self.algorithm]), self.hardware, numbers, self.summary]
+        self.widget = w.VBox([*rows, self.plot])
         self.update()
 
     @staticmethod

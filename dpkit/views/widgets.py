@@ -239,14 +239,9 @@ class SweepPanel:
         self.view = LiveView()
         self.run_button.on_click(lambda _: self.run())
         self.stop_button.on_click(lambda _: self.stop())
-        controls = w.VBox(
-            [
-                self.max_devices,
-                w.HBox([self.model, self.strategy]),
-                w.HBox([self.batch, self.scaling]),
-                w.HBox([self.run_button, self.stop_button]),
-            ]
-        )
+        buttons = w.HBox([self.run_button, self.stop_button])
+        rows = [w.HBox([self.model, self.strategy]), w.HBox([self.batch, self.scaling]), buttons]
+        controls = w.VBox([self.max_devices, *rows])
         self.widget = w.VBox([controls, self.view.box])
 
     def settings(self) -> dict:
