@@ -168,16 +168,7 @@ def load(
     return _from_keras(name, download)
 
 
-def make_dataset(
-    x: np.ndarray,
-    y: np.ndarray,
-    batch_size: int,
-    *,
-    shuffle: bool = True,
-    seed: int = 0,
-    repeat: bool = False,
-    drop_remainder: bool = True,
-):
+def make_dataset(x, y, batch_size: int, *, shuffle=True, seed=0, repeat=False, drop_remainder=True):
     """Turn arrays into a batched ``tf.data.Dataset`` of ``(images, labels)``.
 
     With a seed, the shuffled order is the same on every run, so two training

@@ -206,17 +206,15 @@ def _parser(prog: str, flag: _Spelling) -> argparse.ArgumentParser:
     example = "example, one ps and two workers on three machines (TF1 flavour, worker 0 is chief):"
     for job, index in [("ps", 0), ("worker", 0), ("worker", 1)]:
         example += f"\n  {prog} --tf1 --job-name={job} --task-index={index} {_example()}"
+    description = textwrap.fill(
+        "Run one task (ps, worker or chief) of a TensorFlow cluster: give the task with "
+        "--job-name, --task-index and the host lists, or in TF_CONFIG. Every task of a "
+        "cluster gets the same host lists. Each flag also takes TF1's spelling, with "
+        "underscores (--job_name, --task_index, --ps_hosts, ...)."
+    )
+    raw = argparse.RawDescriptionHelpFormatter
     p = _Parser(
-        prog=prog,
-        description=textwrap.fill(
-            "Run one task (ps, worker or chief) of a TensorFlow cluster: give the task with "
-            "--job-name, --task-index and the host lists, or in TF_CONFIG. Every task of a "
-            "cluster gets the same host lists. Each flag also takes TF1's spelling, with "
-            "underscores (--job_name, --task_index, --ps_hosts, ...)."
-        ),
-        epilog=example,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        exit_on_error=False,
+        prog, description=description, epilog=example, formatter_class=raw, exit_on_error=False
     )
 
     def add(group, name, help, convert=None, *args, **kwargs):
