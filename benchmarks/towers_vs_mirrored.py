@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     try:
         for name, k in keys:  # start them all; each warms up while the others start
             argv_child = procs.program_argv(
-                "contender", "--strategy", CONTENDERS[name], "--per-call", k, *common
+                contract.Program.CONTENDER, "--strategy", CONTENDERS[name], "--per-call", k, *common
             )
             children[(name, k)] = procs.Child(
                 argv_child, name=label[(name, k)], lines=queue.Queue(), stdin=True

@@ -52,7 +52,9 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
     deadline = started + config.timeout
     result = Result(config=config)
     lines: queue.Queue = queue.Queue()
-    argv = argv or procs.program_argv("throughput", "--config", json.dumps(config.as_dict()))
+    argv = argv or procs.program_argv(
+        contract.Program.THROUGHPUT, "--config", json.dumps(config.as_dict())
+    )
     child = procs.Child(argv, name=f"bench:{config.devices}", kind="bench", lines=lines)
     result.pid = child.pid
     if on_child is not None:

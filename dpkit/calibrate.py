@@ -261,7 +261,7 @@ def measure(
         for i, name in enumerate(names):
             spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
             core = cores[i] if pin else -1
-            argv = procs.program_argv("allreduce", *arguments, "--core", core)
+            argv = procs.program_argv(contract.Program.ALLREDUCE, *arguments, "--core", core)
             group.start(name, argv, env={"TF_CONFIG": json.dumps(spec)})
         say(f"started {workers} workers on cores {cores}" + ("" if pin else " (not pinned)"))
         ready = [group.wait_for(name, contract.WorkerReady) for name in names]

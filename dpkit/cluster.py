@@ -286,7 +286,7 @@ class LocalCluster:
         lines, waiting, busy = queue.Queue(), {}, set()
         for t in tasks:
             args = (json.dumps(self.cluster), *t.split(":"), self.inter_op_threads_per_task)
-            argv = procs.program_argv("server", *args)
+            argv = procs.program_argv(contract.Program.SERVER, *args)
             env = {"GRPC_FAIL_FAST": os.environ.get("GRPC_FAIL_FAST", GRPC_FAIL_FAST)}
             self._tasks[t] = procs.Child(argv, name=t, kind="cluster", lines=lines, env=env)
             waiting[self._tasks[t]] = t

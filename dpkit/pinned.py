@@ -199,7 +199,9 @@ def compare(
                 spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
                 env = {"TF_CONFIG": json.dumps(spec)} if count > 1 else {}
                 core = pin_to[i] if (pin and pin_to) else -1
-                argv = procs.program_argv("pinned", *common, "--core", core, "--threads", threads)
+                argv = procs.program_argv(
+                    contract.Program.PINNED, *common, "--core", core, "--threads", threads
+                )
                 group.start(task, argv, env=env)
         say(f"started {sum(len(t) for t in tasks_of.values())} processes; warming up")
         for name, members in tasks_of.items():

@@ -3,7 +3,7 @@
 Some distributed set-ups need one *process* per task, each with its own ``TF_CONFIG``
 (``MultiWorkerMirroredStrategy``) or its own TF1 session (between-graph replication).
 :class:`Group` starts those processes from a notebook, each running a dpkit program
-(:data:`PROGRAMS`, see :mod:`dpkit.programs`), and keeps them safe: a child exits by itself
+(a ``contract.Program``, see :mod:`dpkit.programs`), and keeps them safe: a child exits by itself
 when the notebook's kernel dies, and the ``with`` block kills and reaps every child's process
 group on exit, on an exception, on a kernel interrupt and on a timeout. Children talk in lines:
 a JSON object is a *record* (``{"step": 3, "loss": 0.4}``), collected per task; any other line
@@ -15,11 +15,7 @@ with the same steps: :func:`mirrored_step` (``MultiWorkerMirroredStrategy``) and
 
 from __future__ import annotations
 
-from dpkit.plumbing import checks, contract, procs
-
-#: The programs :meth:`Group.start` runs (see :mod:`dpkit.programs`).
-PROGRAMS = ("mwms", "tf1", "task", "pinned")
-
+from dpkit.plumbing import contract, procs
 
 #: Raised when a task's process exits with an error (its stderr is in the message).
 TaskFailedError = procs.TaskFailedError
@@ -47,12 +43,11 @@ class Group(procs.Group):
     def start(
         self, name: str, program: str, *args, env: dict | None = None, wrap: list | None = None
     ) -> int:
-        """Start ``program`` (one of :data:`PROGRAMS`) as task ``name``; return its PID.
+        """Start ``program`` (a ``contract.Program``) as task ``name``; return its PID.
 
         ``wrap`` goes before the command line, for a command that runs it somewhere else and
         then becomes it, e.g. ``["ip", "netns", "exec", "host1"]``.
         """
-        checks.one_of(program, PROGRAMS, "program")
         argv = [*(wrap or []), *procs.program_argv(program, *args)]
         env = {contract.RECORDS: "1", **(env or {})}  # the task program: records too
         return super().start(name, argv, env=env, arguments=list(args))

@@ -1,8 +1,8 @@
 """What crosses the process boundary, written once: the parent and the child import it from here.
 
 A parent (``bench``, ``cluster``, ``tasks``, ``pinned``, ``calibrate``, the command line, a
-benchmark) starts a registered program (:mod:`dpkit.programs`) in a child process
-(:mod:`dpkit.plumbing.procs`). Between the two there are only:
+benchmark) starts a registered program (:class:`Program`, :mod:`dpkit.programs`) in a child
+process (:mod:`dpkit.plumbing.procs`). Between the two there are only:
 
 * **environment variables**: :data:`PARENT_PID`, :data:`RECORDS`, and the quiet-TensorFlow
   variables of :data:`QUIET_TENSORFLOW` (``procs.child_env`` sets them all; a process that
@@ -13,6 +13,7 @@ benchmark) starts a registered program (:mod:`dpkit.programs`) in a child proces
   ``group.wait_for(name, Checksum)`` (a missing or unknown field is a :class:`RecordError`
   naming both sides' fields). A kind is told by its first field, the key a parent waits
   for; the ``throughput`` program's records are told by their ``"event"`` instead;
+* **stdin lines**: :class:`Command` (to ``pinned`` and ``contender``);
 * **exit codes**: :class:`Exit`, and :class:`ThroughBarrier` for a program that joined a
   collective and must leave through TensorFlow's shutdown barrier.
 """
@@ -95,6 +96,22 @@ def end_process(returned: int | ThroughBarrier | None) -> NoReturn:
     if barrier:
         sys.exit(code)
     os._exit(code)
+
+
+# ----------------------------------------------------------------------------- programs
+
+
+class Program(enum.StrEnum):
+    """The names of dpkit's programs (``dpkit.programs.PROGRAMS`` maps each to its function)."""
+
+    MWMS = "mwms"
+    TF1 = "tf1"
+    TASK = "task"
+    PINNED = "pinned"
+    THROUGHPUT = "throughput"
+    SERVER = "server"
+    ALLREDUCE = "allreduce"
+    CONTENDER = "contender"
 
 
 # ----------------------------------------------------------------------------- stdin commands

@@ -63,8 +63,10 @@ def child_env(extra: dict | None = None) -> dict:
 
 
 def program_argv(program: str, *args) -> list[str]:
-    """The command line of a dpkit program: ``python -m dpkit.programs PROGRAM ARGS...``."""
-    return [sys.executable, "-m", "dpkit.programs", program, *map(str, args)]
+    """The command line of a dpkit program (a ``contract.Program``):
+    ``python -m dpkit.programs PROGRAM ARGS...``."""
+    program = contract.Program(checks.one_of(program, contract.Program, "program"))
+    return [sys.executable, "-m", "dpkit.programs", program.value, *map(str, args)]
 
 
 class Child:

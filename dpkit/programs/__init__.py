@@ -12,8 +12,8 @@ What crosses the boundary (records, environment variables, exit codes) is
 ``contract.ThroughBarrier(code)`` when its process joined a collective.
 """
 
-#: program name -> "module:function"; the function takes the argument list and returns the
-#: exit code (or ``contract.ThroughBarrier``).
+#: program name (a ``contract.Program``) -> "module:function"; the function takes the argument
+#: list and returns the exit code (or ``contract.ThroughBarrier``).
 PROGRAMS = {
     "throughput": "dpkit.programs.throughput:main",
     "server": "dpkit.programs.server:main",

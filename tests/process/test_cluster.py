@@ -15,7 +15,7 @@ import warnings
 import pytest
 
 from dpkit import cluster
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from tests.support import childproc, machine
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpkit.cluster:UserWarning")
@@ -302,7 +302,9 @@ def test_in_process_cluster_trains_and_refuses_what_it_cannot_do():
 def test_a_task_that_crashes_is_reported_with_its_stderr(no_tasks):
     # a worker told that the cluster has no worker job: TensorFlow refuses to start it
     lines = queue.Queue()
-    argv = procs.program_argv("server", json.dumps({"ps": ["127.0.0.1:1"]}), "worker", 0, 0)
+    argv = procs.program_argv(
+        contract.Program.SERVER, json.dumps({"ps": ["127.0.0.1:1"]}), "worker", 0, 0
+    )
     task = procs.Child(argv, name="worker:0", kind="cluster", lines=lines)
     try:
         records = []

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from dpkit import cluster, tasks
+from dpkit.plumbing import contract
 from tests.support import machine
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpkit.cluster:UserWarning")
@@ -26,7 +27,7 @@ def test_global_step_counts_every_step_async_and_rounds_sync(mode, expected):
         names = ["worker:0", "worker:1"]
         for i, name in enumerate(names):
             args = ["--cluster", json.dumps(c.cluster), "--index", i, "--steps", STEPS, *sync]
-            g.start(name, "tf1", *args)
+            g.start(name, contract.Program.TF1, *args)
             ready = g.wait_for(name, "ready")  # the chief initialises the variables first
         assert "/job:ps/" in ready["placement"]["w"]
         assert "/job:ps/" in ready["placement"]["global_step"]

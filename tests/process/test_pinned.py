@@ -4,7 +4,7 @@ ends with the same weights in every worker and the same as one process on the wh
 import pytest
 
 from dpkit import pinned, tasks
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from tests.support import machine
 
 
@@ -32,7 +32,7 @@ def test_a_worker_that_fails_is_reported_and_reaped(monkeypatch):
 
     def start(self, name, argv, **kwargs):
         if "pinned workers #1" in name:  # a core nobody has
-            argv = procs.program_argv("pinned", "--core", "9999")
+            argv = procs.program_argv(contract.Program.PINNED, "--core", "9999")
         started.append(real_start(self, name, argv, **kwargs))
         return started[-1]
 

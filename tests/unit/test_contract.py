@@ -188,3 +188,17 @@ def test_a_stdin_command_line_is_its_word_and_arguments():
 def test_an_unknown_stdin_command_is_named():
     with pytest.raises(ValueError, match=r"unknown stdin command 'rnu 3'.*'run', 'checksum'"):
         contract.Command.parse("rnu 3")
+
+
+def test_the_program_registry_has_the_contracts_program_names():
+    from dpkit.programs import PROGRAMS
+
+    assert sorted(PROGRAMS) == sorted(p.value for p in contract.Program)
+
+
+def test_a_misspelt_program_is_refused_before_a_child_starts():
+    with pytest.raises(ValueError, match=r"unknown program 'throughputt'; choose one of .*pinned"):
+        procs.program_argv("throughputt", "--config", "{}")
+    argv = procs.program_argv(contract.Program.PINNED, "--core", 3)
+    assert argv[1:] == ["-m", "dpkit.programs", "pinned", "--core", "3"]
+    assert all(type(a) is str for a in argv)
