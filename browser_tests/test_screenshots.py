@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from tests.support import machine
 from tests.support.browser import ROOT, SHOTS, needs_browser
 
@@ -58,7 +58,7 @@ def _complete(run_dir: Path) -> bool:
 
 def _run_lesson(runs_root: Path) -> None:
     """Run lesson 06 top to bottom in a fresh kernel, its runs going under ``runs_root``."""
-    env = procs.child_env({"DPKIT_RUNS": str(runs_root)})  # quiet TensorFlow, dpkit importable
+    env = procs.child_env({contract.RUNS: str(runs_root)})  # quiet TensorFlow, dpkit importable
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, 'tools'); "
         "import run_notebooks; run_notebooks.execute(Path(sys.argv[1]))"

@@ -13,7 +13,7 @@ or an interrupt), at interpreter exit, and by itself when the parent dies; ``kil
 servers live in this process (:mod:`dpkit.in_process`) and can never be stopped.
 
 Every task is started with ``GRPC_FAIL_FAST=use_caller`` (unless the environment sets it),
-and this process gets it when the cluster starts (:data:`GRPC_FAIL_FAST`).
+and this process gets it when the cluster starts (:data:`FAIL_FAST`).
 
 Safety: every argument is checked before anything starts, and a task that does not answer
 raises :class:`ClusterNotReadyError` naming it (``ParameterServerStrategy`` would otherwise
@@ -37,14 +37,14 @@ MODES = ("process", "in_process")
 #: Most tasks (ps + workers + chief) a local cluster may have, all on this one machine.
 MAX_TASKS = 16
 
-#: ``GRPC_FAIL_FAST`` for every task and the coordinator. TensorFlow's parameter-server
+#: ``contract.GRPC_FAIL_FAST`` for every task and the coordinator. TensorFlow's parameter-server
 #: tutorial asks for ``use_caller`` on every task, the coordinator included, "to make fault
 #: tolerance work properly": a failed worker or ps is then reported to the coordinator
 #: instead of leaving a call to it waiting. Since
 #: tensorflow/community RFC 355 (2021) it is TensorFlow's own default too (TF 2.21's C++ reads
 #: the variable with ``"use_caller"`` as the default), so setting it is for older TensorFlow
 #: and for anyone whose environment says otherwise: a value already set is left alone.
-GRPC_FAIL_FAST = "use_caller"
+FAIL_FAST = "use_caller"
 
 #: How many times start() picks new ports when one turns out to be taken.
 PORT_ATTEMPTS = 5
@@ -238,7 +238,7 @@ class LocalCluster:
             _warned = True
             warnings.warn(_SECURITY_WARNING, stacklevel=_warn_level)
         # This process: the coordinator, and in-process servers.
-        os.environ.setdefault("GRPC_FAIL_FAST", GRPC_FAIL_FAST)
+        os.environ.setdefault(contract.GRPC_FAIL_FAST, FAIL_FAST)
         try:
             if self.mode == "process":
                 self._start_processes()
@@ -287,7 +287,7 @@ class LocalCluster:
         for t in tasks:
             args = (json.dumps(self.cluster), *t.split(":"), self.inter_op_threads_per_task)
             argv = procs.program_argv(contract.Program.SERVER, *args)
-            env = {"GRPC_FAIL_FAST": os.environ.get("GRPC_FAIL_FAST", GRPC_FAIL_FAST)}
+            env = {contract.GRPC_FAIL_FAST: os.environ.get(contract.GRPC_FAIL_FAST, FAIL_FAST)}
             self._tasks[t] = procs.Child(argv, name=t, kind="cluster", lines=lines, env=env)
             waiting[self._tasks[t]] = t
         while waiting:

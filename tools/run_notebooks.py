@@ -33,10 +33,10 @@ def execute(path: Path, timeout: int = 600, allow_errors: bool = False) -> tuple
     With ``allow_errors`` a failing cell stores its error and execution goes on
     (the exercise tests use this to see which check cells fail on the stubs).
     """
-    from dpkit.plumbing import contract, notebook
+    from dpkit.plumbing import contract
 
     contract.quiet_tensorflow(os.environ)  # the kernels inherit it
-    os.environ.setdefault(notebook.WIDGETS_ENV, "text")  # stored outputs: text, readable anywhere
+    os.environ.setdefault(contract.WIDGETS, "text")  # stored outputs: text, readable anywhere
     nb = nbio.read(path)
     client = NotebookClient(
         nb,

@@ -4,7 +4,8 @@ A parent (``bench``, ``cluster``, ``tasks``, ``pinned``, ``calibrate``, the comm
 benchmark) starts a registered program (:class:`Program`, :mod:`dpkit.programs`) in a child
 process (:mod:`dpkit.plumbing.procs`). Between the two there are only:
 
-* **environment variables**: :data:`PARENT_PID`, :data:`RECORDS`, and the quiet-TensorFlow
+* **environment variables**: :data:`PARENT_PID`, :data:`RECORDS`, :data:`RUNS`,
+  :data:`WIDGETS`, :data:`GRPC_FAIL_FAST`, and the quiet-TensorFlow
   variables of :data:`QUIET_TENSORFLOW` (``procs.child_env`` sets them all; a process that
   sets its own environment before importing TensorFlow calls :func:`quiet_tensorflow`);
 * **records**: one JSON object per stdout line, one frozen dataclass per kind below. A child
@@ -34,6 +35,16 @@ PARENT_PID = "DPKIT_PARENT_PID"
 
 #: Set for the children of ``tasks.Group``: the ``task`` program writes records as well as logs.
 RECORDS = "DPKIT_RECORDS"
+
+#: Where run folders go (``summaries.writers.runs_root``) instead of ``<checkout>/runs``.
+RUNS = "DPKIT_RUNS"
+
+#: ``text`` (or 0/off/no): nobody watches the kernel; ``widgets`` (or 1/on/yes): somebody
+#: does. Overrides ``plumbing.notebook.frontend``'s guess (test runners and tools set text).
+WIDGETS = "DPKIT_WIDGETS"
+
+#: gRPC's fail-fast mode; ``cluster`` gives every task and the coordinator ``use_caller``.
+GRPC_FAIL_FAST = "GRPC_FAIL_FAST"
 
 #: Quiet TensorFlow (no C++ info lines) and oneDNN off (the same float maths on every CPU).
 QUIET_TENSORFLOW = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}

@@ -10,8 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-#: ``text`` (or 0/off/no) says nobody watches; ``widgets`` (or 1/on/yes) says somebody does.
-WIDGETS_ENV = "DPKIT_WIDGETS"
+from dpkit.plumbing import contract
 
 
 def shell():
@@ -26,7 +25,7 @@ def shell():
 def frontend(*, widgets: bool = False) -> bool:
     """Whether what a cell displays will be seen: inside a Jupyter kernel (and, with
     ``widgets=True``, ipywidgets installed), unless ``DPKIT_WIDGETS`` says otherwise."""
-    choice = os.environ.get(WIDGETS_ENV, "").strip().lower()
+    choice = os.environ.get(contract.WIDGETS, "").strip().lower()
     if choice in ("text", "0", "off", "no"):
         return False
     if choice in ("widgets", "1", "on", "yes"):

@@ -11,8 +11,7 @@ import re
 import weakref
 from pathlib import Path
 
-#: Set this environment variable to keep runs somewhere else than ``<checkout>/runs``.
-RUNS_ENV = "DPKIT_RUNS"
+from dpkit.plumbing import contract
 
 #: Event files are named ``events.out.tfevents.<time>.<host>...``.
 EVENT_FILE_PATTERN = "*tfevents*"
@@ -26,8 +25,8 @@ def runs_root() -> Path:
     The checkout's ``runs/`` is git-ignored; using it from any working directory (a lesson
     runs in ``lessons/``, the tests at the top) keeps every run in one place.
     """
-    if os.environ.get(RUNS_ENV):
-        return Path(os.environ[RUNS_ENV])
+    if os.environ.get(contract.RUNS):
+        return Path(os.environ[contract.RUNS])
     checkout = Path(__file__).resolve().parents[2]
     if (checkout / "pyproject.toml").is_file() and (checkout / "lessons").is_dir():
         return checkout / "runs"

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from dpkit.plumbing import contract
 from tests.support.notebooks import ROOT, nbio
 
 # (lesson, parameters): a device count other than the stored run's, and a batch that fits it.
@@ -51,8 +52,8 @@ def test_verdicts_reads_the_booleans_that_end_lines():
 def test_the_claims_hold_at_another_device_count(lesson, parameters, tmp_path, monkeypatch):
     import papermill
 
-    monkeypatch.setenv("DPKIT_WIDGETS", "text")
-    monkeypatch.setenv("DPKIT_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv(contract.WIDGETS, "text")
+    monkeypatch.setenv(contract.RUNS, str(tmp_path / "runs"))
     path = ROOT / lesson
     out = tmp_path / path.name
     papermill.execute_notebook(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from nbgrader import api as nbgrader_api  # the grade extra: pip install -e '.[grade]'
 
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from tests.support.notebooks import ROOT, SOLUTIONS, nbio
 from tests.wrong_answers import TABLES
 
@@ -46,7 +46,7 @@ def nbgrader(course: Path, *args: str) -> str:
     """Run one nbgrader command in `course`; fail with its output if it fails."""
     # nbgrader runs alembic (its database migrations) by name: find it next to python.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = procs.child_env({"PATH": path, "DPKIT_WIDGETS": "text"})
+    env = procs.child_env({"PATH": path, contract.WIDGETS: "text"})
     done = subprocess.run(
         [sys.executable, "-m", "nbgrader", *args],
         cwd=course,

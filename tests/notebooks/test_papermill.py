@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from tests.support.notebooks import ROOT, nbio
 
 PAPERMILL = Path(sys.executable).parent / "papermill"
@@ -52,7 +52,7 @@ RUNS = [
 def papermill(notebook: str, args: list[str], tmp_path: Path):
     path = ROOT / notebook
     out = tmp_path / path.name
-    env = procs.child_env({"DPKIT_WIDGETS": "text", "DPKIT_RUNS": str(tmp_path / "runs")})
+    env = procs.child_env({contract.WIDGETS: "text", contract.RUNS: str(tmp_path / "runs")})
     command = [str(PAPERMILL), str(path), str(out), *args, "--cwd", str(path.parent)]
     done = subprocess.run(
         [*command, "--no-progress-bar", "--execution-timeout", "900"],

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from dpkit.views import widgets
 from tests.support import machine
 from tests.support.kernel_driver import Frontend
@@ -13,7 +13,7 @@ TINY = dict(model="mnist_mlp", batch=64, warmup_steps=1, window_steps=2, windows
 
 
 def test_text_fallback_prints_progress_and_the_table(monkeypatch, capsys):
-    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    monkeypatch.setenv(contract.WIDGETS, "text")
     report = widgets.live_sweep([1, 2], measure_peak=False, **TINY)
     out = capsys.readouterr().out
     assert [r.num_devices for r in report.results] == [1, 2]

@@ -54,19 +54,19 @@ def test_up_and_down_leaves_no_process(no_tasks):
 @pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="reads /proc (Linux)")
 def test_every_task_and_this_process_get_grpc_fail_fast_use_caller(monkeypatch, no_tasks):
     # TensorFlow's parameter-server tutorial asks for it on every task and the coordinator.
-    monkeypatch.delenv("GRPC_FAIL_FAST", raising=False)
+    monkeypatch.delenv(contract.GRPC_FAIL_FAST, raising=False)
     with cluster.LocalCluster(num_workers=1, num_ps=1) as c:
         for task, pid in c.pids.items():
             with open(f"/proc/{pid}/environ", "rb") as f:
                 env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-            assert env.get(b"GRPC_FAIL_FAST") == b"use_caller", task
-        assert os.environ["GRPC_FAIL_FAST"] == "use_caller"
-    monkeypatch.setenv("GRPC_FAIL_FAST", "true")  # a value already set is left alone
+            assert env.get(contract.GRPC_FAIL_FAST.encode()) == b"use_caller", task
+        assert os.environ[contract.GRPC_FAIL_FAST] == "use_caller"
+    monkeypatch.setenv(contract.GRPC_FAIL_FAST, "true")  # a value already set is left alone
     with cluster.LocalCluster(num_workers=1, num_ps=0) as c:
         pid = c.pids["worker:0"]
         with open(f"/proc/{pid}/environ", "rb") as f:
-            assert b"GRPC_FAIL_FAST=true\0" in f.read()
-    assert os.environ["GRPC_FAIL_FAST"] == "true"
+            assert f"{contract.GRPC_FAIL_FAST}=true\0".encode() in f.read()
+    assert os.environ[contract.GRPC_FAIL_FAST] == "true"
 
 
 def test_an_exception_inside_with_still_kills_every_task(no_tasks):

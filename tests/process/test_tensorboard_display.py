@@ -28,9 +28,10 @@ import pytest
 import tensorflow as tf
 
 from dpkit import summaries
+from dpkit.plumbing import contract
 from dpkit.views import board as board_view
 
-ENV_VARS = ("TENSORBOARD_PROXY_URL", "JUPYTERHUB_SERVICE_PREFIX", "DPKIT_WIDGETS")
+ENV_VARS = ("TENSORBOARD_PROXY_URL", "JUPYTERHUB_SERVICE_PREFIX", contract.WIDGETS)
 FRAME_URL = re.compile(r"new URL\((\"[^\"]*\"), window\.location\)")
 
 
@@ -55,7 +56,7 @@ def shown(monkeypatch, capsys):
     def show(board, *, widgets="widgets", **env):
         for name in ENV_VARS:
             monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("DPKIT_WIDGETS", widgets)
+        monkeypatch.setenv(contract.WIDGETS, widgets)
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         before = dict(os.environ)
@@ -206,7 +207,7 @@ def test_a_fresh_start_behind_a_proxy_prints_the_proxied_path(tmp_path, monkeypa
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: displayed.extend(objs))
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("DPKIT_WIDGETS", "widgets")
+    monkeypatch.setenv(contract.WIDGETS, "widgets")
     monkeypatch.setenv("TENSORBOARD_PROXY_URL", "/user/learner/proxy/%PORT%/")
     capsys.readouterr()
     board = summaries.launch(tmp_path)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nbclient import NotebookClient
 
-from dpkit.plumbing import contract, notebook
+from dpkit.plumbing import contract
 from tests.support.notebooks import make_exercises, nbio
 from tests.wrong_answers.base import Wrong
 
@@ -61,7 +61,7 @@ class AnswerKernel:
 
     def __init__(self, path: Path, timeout: int = 600):
         contract.quiet_tensorflow(os.environ)  # the kernel inherits it
-        os.environ.setdefault(notebook.WIDGETS_ENV, "text")
+        os.environ.setdefault(contract.WIDGETS, "text")
         self.path = path
         self.nb = nbio.read(path)
         self.answers = [

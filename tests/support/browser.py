@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from tests.support import machine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,12 +76,12 @@ class Lab:
         self.base_url = f"/{base_url.strip('/')}/".replace("//", "/")
         extra = dict(env or {})
         env = procs.child_env()  # quiet TensorFlow, dpkit importable
-        env.pop("DPKIT_WIDGETS", None)  # a person is watching: real widgets
+        env.pop(contract.WIDGETS, None)  # a person is watching: real widgets
         # Where TensorBoard's frame points comes from these: only what the test asks for.
         env.pop("TENSORBOARD_PROXY_URL", None)
         env.pop("JUPYTERHUB_SERVICE_PREFIX", None)
         env.update(extra)
-        env["DPKIT_RUNS"] = str(root / "runs")
+        env[contract.RUNS] = str(root / "runs")
         self.log = open(root / "lab.log", "w")  # noqa: SIM115 (closed in stop)
         # No "get notified about Jupyter news?" pop-up over the screenshots.
         settings = root / "settings" / "@jupyterlab" / "apputils-extension"

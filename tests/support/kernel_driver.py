@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dpkit.plumbing import notebook, procs
+from dpkit.plumbing import contract, procs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,8 +39,8 @@ class Frontend:
         from jupyter_client.manager import start_new_kernel
 
         kernel_env = procs.child_env(env)
-        if notebook.WIDGETS_ENV not in (env or {}):  # a frontend is attached: real widgets
-            kernel_env.pop(notebook.WIDGETS_ENV, None)
+        if contract.WIDGETS not in (env or {}):  # a frontend is attached: real widgets
+            kernel_env.pop(contract.WIDGETS, None)
         self.km, self.kc = start_new_kernel(
             kernel_name="python3", env=kernel_env, cwd=str(ROOT), startup_timeout=60
         )

@@ -14,12 +14,12 @@ nothing to compare, on either side.
 
 import os
 
-from dpkit.plumbing import contract, notebook
+from dpkit.plumbing import contract
 
 # Kernels started by nbval inherit these: quiet TensorFlow, reproducible CPU maths.
 contract.quiet_tensorflow(os.environ)
 # Nobody watches these kernels: dpkit.views.widgets prints text instead of widgets.
-os.environ.setdefault(notebook.WIDGETS_ENV, "text")
+os.environ.setdefault(contract.WIDGETS, "text")
 
 #: Output keys nbval must not compare, on top of its own list.
 SKIP_COMPARE = ("stderr",)

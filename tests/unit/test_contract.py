@@ -154,10 +154,10 @@ def test_quiet_tensorflow_fills_in_and_keeps_what_is_set():
 def test_child_env_is_quiet_names_its_parent_and_takes_extra(monkeypatch):
     monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "1")
-    env = procs.child_env({"DPKIT_RUNS": "/tmp/runs", "TF_CPP_MIN_LOG_LEVEL": "1"})
+    env = procs.child_env({contract.RUNS: "/tmp/runs", "TF_CPP_MIN_LOG_LEVEL": "1"})
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "1"  # extra wins
     assert env["TF_ENABLE_ONEDNN_OPTS"] == "1"  # this environment's value wins over the default
-    assert env["DPKIT_PARENT_PID"] == str(os.getpid()) and env["DPKIT_RUNS"] == "/tmp/runs"
+    assert env[contract.PARENT_PID] == str(os.getpid()) and env[contract.RUNS] == "/tmp/runs"
     assert env["PYTHONUNBUFFERED"] == "1"
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(contract.__file__))))
     assert env["PYTHONPATH"].split(os.pathsep)[0] == root

@@ -6,13 +6,14 @@ import re
 import pytest
 
 from dpkit import cards, scaling
+from dpkit.plumbing import contract
 from dpkit.views import scaling_panel
 from tests.support.scaling_choices import CHOICES, reference
 
 
 @pytest.mark.parametrize("choices", CHOICES, ids=lambda c: c["model"])
 def test_text_fallback_prints_the_table_of_the_same_prediction(choices, monkeypatch, capsys):
-    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    monkeypatch.setenv(contract.WIDGETS, "text")
     expected = reference(**choices)
     n = choices["devices"]
     returned = scaling_panel.panel(**choices)
@@ -46,7 +47,7 @@ def test_text_fallback_prints_the_table_of_the_same_prediction(choices, monkeypa
     ],
 )
 def test_bad_choices_name_the_choice_and_list_the_valid_ones(bad, named, listed, monkeypatch):
-    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    monkeypatch.setenv(contract.WIDGETS, "text")
     make = scaling_panel.ScalingPanel if "batch" in bad else scaling_panel.panel
     with pytest.raises(ValueError, match=re.escape(named)) as err:
         make(**bad)  # panel() itself takes no unknown keyword: a TypeError
@@ -109,7 +110,7 @@ def test_panel_displays_the_widget_in_a_frontend(monkeypatch):
     import IPython.display
 
     shown = []
-    monkeypatch.setenv("DPKIT_WIDGETS", "widgets")
+    monkeypatch.setenv(contract.WIDGETS, "widgets")
     monkeypatch.setattr(IPython.display, "display", shown.append)
     assert scaling_panel.panel(model="resnet152", devices=32) is None
     assert len(shown) == 1

@@ -2,20 +2,21 @@
 
 import pytest
 
+from dpkit.plumbing import contract
 from dpkit.views import widgets
 
 
 def test_no_frontend_outside_a_kernel(monkeypatch):
-    monkeypatch.delenv("DPKIT_WIDGETS", raising=False)
+    monkeypatch.delenv(contract.WIDGETS, raising=False)
     assert widgets.frontend() is False  # pytest is no Jupyter kernel
-    monkeypatch.setenv("DPKIT_WIDGETS", "widgets")
+    monkeypatch.setenv(contract.WIDGETS, "widgets")
     assert widgets.frontend() is True
-    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    monkeypatch.setenv(contract.WIDGETS, "text")
     assert widgets.frontend() is False
 
 
 def test_panel_in_text_mode_prints_the_same_sweep_for_a_terminal(monkeypatch, capsys):
-    monkeypatch.setenv("DPKIT_WIDGETS", "text")
+    monkeypatch.setenv(contract.WIDGETS, "text")
     widgets.SweepPanel(max_devices=2, model="mnist_mlp", batch=64, scaling="weak").show()
     out = capsys.readouterr().out
     assert "python -m dpkit bench --up-to 2 --model mnist_mlp --strategy towers" in out
