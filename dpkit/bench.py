@@ -44,6 +44,7 @@ class Event:
     config: Config
     data: dict = field(default_factory=dict)  # the child's record ("ready", "peak", "window")
     result: Result | None = None  # "result" only
+    record: contract.Event | None = None  # "ready", "peak", "window": data as the contract's
 
 
 def _events(config, index, total, stop: threading.Event, on_child=None, argv=None):
@@ -79,13 +80,13 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
                 if stop.is_set():
                     status = "stopped"
                 else:
-                    done = code == 0 and result.examples_per_sec is not None
+                    done = code == contract.Exit.OK and result.examples_per_sec is not None
                     status = "ok" if done else "failed"
                 break
             record = procs.parse_record(line)
             if record is None or "event" not in record:
                 continue  # anything else a library printed
-            kind = record["event"]
+            kind, message = record["event"], None
             if kind in contract.EVENTS:  # else not the throughput program's: passed on as is
                 try:
                     message = contract.EVENTS[kind].from_record(record)
@@ -96,7 +97,7 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
                 if isinstance(message, contract.ThroughputSummary):
                     continue
             record.pop("event")
-            yield Event(kind, index, total, config, record)
+            yield Event(kind, index, total, config, record, record=message)
     finally:
         tail = child.close()  # also on GeneratorExit and KeyboardInterrupt
         result.seconds = time.perf_counter() - started
@@ -135,18 +136,17 @@ def run(config: Config, *, on_event=None) -> Result:
 
 def describe_event(event: Event) -> str:
     """One line of live progress for an :class:`Event` (the command line prints these)."""
-    n, head = event.config.devices, f"[{event.index + 1}/{event.total}]"
+    n, head, d = event.config.devices, f"[{event.index + 1}/{event.total}]", event.record
     if event.kind == "start":
         return f"{head} {n} device(s): starting (pid {event.data['pid']})"
-    if event.kind == "ready":
-        return f"{head} {n} device(s): {event.data['device_case'].replace('_', ' ')} ready"
-    if event.kind == "peak":
-        return f"{head} matmul peak {event.data['flops_per_sec'] / 1e9:,.1f} GFLOP/s"
-    if event.kind == "window":
-        d = event.data
+    if isinstance(d, contract.ThroughputReady):
+        return f"{head} {n} device(s): {d.device_case.replace('_', ' ')} ready"
+    if isinstance(d, contract.ThroughputPeak):
+        return f"{head} matmul peak {d.flops_per_sec / 1e9:,.1f} GFLOP/s"
+    if isinstance(d, contract.ThroughputWindow):
         return (
-            f"{head} {n} device(s): window {d['index'] + 1}/{event.config.windows}"
-            f"  {d['examples_per_sec']:10,.0f} examples/sec  (step {d['step']}/{d['of_steps']})"
+            f"{head} {n} device(s): window {d.index + 1}/{event.config.windows}"
+            f"  {d.examples_per_sec:10,.0f} examples/sec  (step {d.step}/{d.of_steps})"
         )
     r = event.result
     if r.ok:

@@ -24,7 +24,7 @@ import threading
 import time
 
 from dpkit import bench
-from dpkit.plumbing import notebook
+from dpkit.plumbing import contract, notebook
 from dpkit.report import COLUMNS
 
 #: Models, strategies and device counts the panel offers.
@@ -111,9 +111,9 @@ class LiveView:
     def update(self, event: bench.Event) -> None:
         self.status.value = html.escape(bench.describe_event(event))
         n = event.config.devices
-        if event.kind == "window":
-            self._live.setdefault(n, []).append(event.data["examples_per_sec"])
-            self.progress.value = self._done_steps + event.data["step"]
+        if isinstance(event.record, contract.ThroughputWindow):
+            self._live.setdefault(n, []).append(event.record.examples_per_sec)
+            self.progress.value = self._done_steps + event.record.step
             if time.perf_counter() - self._last_draw >= self._redraw_seconds:
                 self._draw()
         elif event.kind == "result":
@@ -162,7 +162,7 @@ def live_sweep(device_counts=(1, 2, 4), **kwargs) -> bench.Report:
 def _text_sweep(sweep: bench.Sweep) -> bench.Report:
     try:
         for event in sweep.events():
-            if event.kind != "ready":
+            if not isinstance(event.record, contract.ThroughputReady):
                 print(bench.describe_event(event), flush=True)
     except KeyboardInterrupt:
         print("interrupted: the running child was killed.")
