@@ -359,7 +359,7 @@ class Group:
     def _raise_if_failed(self, skip=()) -> None:
         """Raise :class:`TaskFailedError` for a task (not in ``skip``) that ended with an error."""
         for name, ended in self._ended.items():
-            if ended and name not in skip and self._children[name].wait() != 0:
+            if ended and name not in skip and self._children[name].wait() != contract.Exit.OK:
                 self._raise_failed(name)
 
     def _raise_failed(self, name: str, what: str = "failed") -> None:

@@ -43,4 +43,4 @@ def main(argv: list[str]) -> int:
         return contract.Exit.PORT_TAKEN if tf_server.port_taken(error) else contract.Exit.FAILED
     procs.record(contract.ServerReady(ready=task))
     threading.Event().wait()  # serve until killed
-    return 0
+    return contract.Exit.OK

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from dpkit import bench
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from tests.support import machine
 from tests.support.childproc import ROOT
 
@@ -31,7 +31,7 @@ def test_command_line_refuses_bad_input_without_starting_anything():
         cwd=ROOT,
         timeout=60,
     )
-    assert proc.returncode == 2
+    assert proc.returncode == contract.Exit.USAGE
     assert "use 254 or 256" in proc.stderr and "starting" not in proc.stdout
 
 
@@ -45,7 +45,7 @@ def test_every_command_has_help(command):
         cwd=ROOT,
         timeout=60,
     )
-    assert proc.returncode == 0 and "usage: python -m dpkit" in proc.stdout
+    assert proc.returncode == contract.Exit.OK and "usage: python -m dpkit" in proc.stdout
 
 
 # --- the scaling arithmetic, against numbers worked out by hand -----------------------------
@@ -65,7 +65,7 @@ def test_command_line_sweep_of_1_2_4_devices_reports_those_counts(tmp_path):
         cwd=ROOT,
         timeout=300,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == contract.Exit.OK, proc.stdout + proc.stderr
     report = bench.load(out)
     assert [r.status for r in report.results] == ["ok"] * 3
     # Each child set up the devices it was asked for, and trained on that many.

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+from dpkit.plumbing import contract
 from tests.support import childproc
 
 
@@ -74,5 +75,5 @@ def test_command_line_reports_bad_count():
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 2
+    assert proc.returncode == contract.Exit.USAGE
     assert "at least 1" in proc.stderr

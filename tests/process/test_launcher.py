@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from dpkit import checking, tasks
+from dpkit.plumbing import contract
 from tests.support.cluster_runs import ASYNC_200_ACCURACY, final_record, read_checkpoint
 from tests.support.machine import free_port
 
@@ -33,7 +34,7 @@ def test_the_command_line_exits_2_with_the_error_before_importing_tensorflow():
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
-    assert out.stdout.split() == ["2", "False"]
+    assert out.stdout.split() == [str(contract.Exit.USAGE.value), "False"]
     assert "error: task index 3 is out of range" in out.stderr
 
 
