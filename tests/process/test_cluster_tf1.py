@@ -28,17 +28,17 @@ def test_global_step_counts_every_step_async_and_rounds_sync(mode, expected):
         for i, name in enumerate(names):
             args = ["--cluster", json.dumps(c.cluster), "--index", i, "--steps", STEPS, *sync]
             g.start(name, contract.Program.TF1, *args)
-            ready = g.wait_for(name, "ready")  # the chief initialises the variables first
-        assert "/job:ps/" in ready["placement"]["w"]
-        assert "/job:ps/" in ready["placement"]["global_step"]
+            ready = g.wait_for(name, contract.Placed)  # the chief initialises the variables first
+        assert "/job:ps/" in ready.placement["w"]
+        assert "/job:ps/" in ready.placement["global_step"]
         # Lockstep: with replicas_to_aggregate=2 a fast worker could take both tokens of
         # a round and push a stale gradient, which is dropped; the seeds' claim is about
         # workers that each do one step per round.
         for step in range(STEPS):
             for name in names:
                 g.send(name)
-            assert [g.wait_for(name, "stepped")["stepped"] for name in names] == [step, step]
+            assert [g.wait_for(name, contract.Stepped).stepped for name in names] == [step, step]
         g.send("worker:0")
-        assert g.wait_for("worker:0", "global_step")["global_step"] == expected
+        assert g.wait_for("worker:0", contract.GlobalStep).global_step == expected
         pids = list(g.pids.values())
     assert all(machine.gone(pid) for pid in pids)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpkit import checking, tasks
-from dpkit.plumbing import procs
+from dpkit.plumbing import contract, procs
 from tests.support import childproc, machine
 
 
@@ -88,7 +88,7 @@ def test_a_timeout_stops_every_task(tmp_path):
         pid = group.pids["worker:1"]
         start = time.monotonic()
         with pytest.raises(TimeoutError, match="waiting for 'done' from task worker:1 took more"):
-            group.wait_for("worker:1", "done")
+            group.wait_for("worker:1", contract.Saved)
         # it gave up (after 3 s, much later on a busy machine) instead of waiting for ever
         assert time.monotonic() - start < 120
     assert machine.gone(pid)
