@@ -141,7 +141,6 @@ def accuracy_on_test_set(w, b) -> float:
     return float(np.mean(np.argmax(x @ w + b, axis=1) == arrays.y_test))
 
 
-
 PS_LAYOUT = {"chief": "chief:0", "ps": "ps:0", "w0": "worker:0", "w1": "worker:1"}
 TF1_LAYOUT = {"ps": "ps:0", "w0": "worker:0", "w1": "worker:1"}
 
