@@ -162,13 +162,15 @@ test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson, 
 	$(MAKE) --no-print-directory lint && \
 	$(PY) tools/make_exercises.py --check && \
 	$(PY) -m pytest lessons tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
-		--no-loadscope-reorder --ignore=tests/notebooks/test_papermill.py --durations=15; \
+		--no-loadscope-reorder --ignore=tests/notebooks/test_papermill.py --durations=15 $(PYTEST_EXTRA); \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # make test, storing each file's seconds in tests/durations.json (commit it when files were
 # added or became much slower: it orders make test's files, longest first).
+# (A flag on make test's own pytest, not PYTEST_ADDOPTS, which the tests' own pytest runs in
+# child processes would inherit and refuse.)
 durations: $(STAMP) ## make test, and store each file's seconds in tests/durations.json
-	PYTEST_ADDOPTS=--store-durations $(MAKE) --no-print-directory test
+	$(MAKE) --no-print-directory test PYTEST_EXTRA=--store-durations
 
 # The same claims under arithmetic that differs from the recorded run, on any Linux machine:
 # oneDNN on (Colab's default: other kernels, other summation orders) and one intra-op thread

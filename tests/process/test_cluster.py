@@ -457,7 +457,9 @@ def test_a_cell_timeout_under_nbval_leaves_no_task(tmp_path):
     nbio.write(nbformat.v4.new_notebook(cells=cells), notebook)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", str(notebook), "--nbval-lax", "--nbval-current-env"]
-        + ["--nbval-cell-timeout=15", "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path)],
+        # The timeout cuts off the second cell (a sleep); the first starts a cluster, which on a
+        # busy 2-core machine took over 15 s: 45 leaves it room and still ends the sleep early.
+        + ["--nbval-cell-timeout=45", "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=300,
