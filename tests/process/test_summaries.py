@@ -1,9 +1,9 @@
-"""dpkit.summaries: what is written is what is read back, where the towers' ops run, and
-TensorBoard served on 127.0.0.1 only, reused, replaced and reaped.
+"""dpkit.summaries with child processes: where the towers' ops run (two devices, in a child),
+and TensorBoard served on 127.0.0.1 only, reused, replaced and reaped.
 
-References: values written by hand (and statistics worked out by hand) against the values
-TensorBoard's reader and TensorBoard's own HTTP API return; each shard's loss computed by
-the model directly, and towers.make_tower_train_step's update, for the logged tower step.
+References: the hand-written run's values against TensorBoard's own HTTP API; each shard's
+loss computed by the model directly, and towers.make_tower_train_step's update, for the
+logged tower step. What is read back in this process: tests/unit/test_summaries.py.
 """
 
 import json

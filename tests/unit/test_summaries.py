@@ -1,9 +1,7 @@
-"""dpkit.summaries: what is written is what is read back, where the towers' ops run, and
-TensorBoard served on 127.0.0.1 only, reused, replaced and reaped.
+"""dpkit.summaries in this process: what is written is what is read back (values and
+statistics worked out by hand against TensorBoard's reader), and bad runs and folders named.
 
-References: values written by hand (and statistics worked out by hand) against the values
-TensorBoard's reader and TensorBoard's own HTTP API return; each shard's loss computed by
-the model directly, and towers.make_tower_train_step's update, for the logged tower step.
+Where the towers' ops run and TensorBoard's serving: tests/process/test_summaries.py.
 """
 
 import math
