@@ -113,6 +113,9 @@ P100_PEAK_FLOPS = 10.6e12
 #: one GK210 (half a Tesla K80 board, what a cloud "K80 GPU" is) fp32 peak at boost clock
 K80_PEAK_FLOPS = 4.37e12
 
+#: a K80 board's two GPUs share one PCIe 3.0 x16 link to the host (15.75 GB/s a direction)
+K80_HOST = Link(10e-6, 15.75e9 / 2)
+
 HARDWARE = {
     "dgx1": Hardware(
         "DGX-1 (8x P100, NVLink)",
@@ -137,7 +140,16 @@ HARDWARE = {
         devices_per_node=8,
         intra=Link(10e-6, 6e9),  # PCIe 3.0 through a switch per K80 board
         inter=Link(50e-6, gbit(10)),  # TCP over 10 GbE (AWS p2.8xlarge)
+        host=K80_HOST,
         source="TensorFlow performance benchmarks (2017), AWS p2.8xlarge: 8 K80 GPUs, 10 GbE",
+    ),
+    "k80_gce": Hardware(
+        "GCE server (8 K80 GPUs)",
+        device_flops_per_s=0.4 * K80_PEAK_FLOPS,
+        devices_per_node=8,
+        intra=Link(10e-6, 6e9),
+        host=K80_HOST,
+        source="TensorFlow performance benchmarks (2017), GCE n1-standard-32-k80x8: 8 K80 GPUs",
     ),
     "k80_25gbe": Hardware(
         "K80 servers (16 GPUs) over 25 Gbit/s Ethernet",
