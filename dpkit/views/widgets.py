@@ -26,6 +26,7 @@ import time
 from dpkit import bench
 from dpkit.plumbing import contract, notebook
 from dpkit.report import COLUMNS
+from dpkit.views import figures
 
 #: Models, strategies and device counts the panel offers.
 PANEL_MODELS = ("lenet5", "mnist_mlp", "cifar10_cnn")
@@ -137,15 +138,24 @@ class LiveView:
         self.status.value, self.progress.bar_style = text, style
 
 
-def live_sweep(device_counts=(1, 2, 4), **kwargs) -> bench.Report:
+#: What the sweep's plot (:meth:`dpkit.report.Report.plot`) shows, for a reader who cannot see it.
+SWEEP_ALT = (
+    "Two panels. Left: a bar per device count, the median examples per second, with a dot "
+    "for each measurement window. Right: the measured speed-up against the smallest device "
+    "count, a dashed grey line for the ideal, each point labelled with its efficiency."
+)
+
+
+def live_sweep(device_counts=(1, 2, 4), *, alt: str = SWEEP_ALT, **kwargs) -> bench.Report:
     """Run a sweep in this cell, showing it live; return its :class:`dpkit.bench.Report`.
 
     Takes the arguments of :class:`dpkit.bench.Sweep`. Interrupt the kernel to stop
-    it: the running child is killed and the results so far are returned.
+    it: the running child is killed and the results so far are returned. ``alt``: the alt
+    text of the plot the text version shows at the end (:mod:`dpkit.views.figures`).
     """
     sweep = bench.Sweep(device_counts, **kwargs)  # bad input fails here, before any child
     if not frontend():
-        return _text_sweep(sweep)
+        return _text_sweep(sweep, alt)
     view = LiveView()
     _display(view.box)
     view.begin(sweep)
@@ -159,7 +169,7 @@ def live_sweep(device_counts=(1, 2, 4), **kwargs) -> bench.Report:
     return sweep.report
 
 
-def _text_sweep(sweep: bench.Sweep) -> bench.Report:
+def _text_sweep(sweep: bench.Sweep, alt: str = SWEEP_ALT) -> bench.Report:
     try:
         for event in sweep.events():
             if not isinstance(event.record, contract.ThroughputReady):
@@ -168,9 +178,7 @@ def _text_sweep(sweep: bench.Sweep) -> bench.Report:
         print("interrupted: the running child was killed.")
     print(f"\n{sweep.report.table()}")
     if sweep.report.results and notebook.shell() is not None:
-        from IPython.display import Image
-
-        _display(Image(data=_png(sweep.report.plot())))
+        _display(figures.image(_png(sweep.report.plot()), alt))
     return sweep.report
 
 
