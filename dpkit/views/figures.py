@@ -7,9 +7,9 @@ built from it (``make site``) and a screen reader all have words for the picture
 in the cell that draws it. ``tools/alt_text.py`` copies each cell's ``alt=`` text into its
 stored image outputs; ``tests/repo/test_figures.py`` checks every image a lesson stores has it.
 
-Before showing, :func:`show` gives every bar or area that is filled with its own colour a
-hatch pattern of its own (the same pattern in the legend), so that stacked bars and
-coloured timelines can be told apart in grey or by a reader who does not see the colours.
+Before showing, :func:`show` gives the bars of each fill colour a hatch pattern of their own
+(the same pattern in the legend), so that stacked bars and coloured timelines can be told
+apart in grey or by a reader who does not see the colours.
 """
 
 from __future__ import annotations
@@ -30,33 +30,38 @@ def _need_alt(alt) -> str:
     return " ".join(alt.split())
 
 
-def hatch_by_colour(fig) -> dict:
-    """Give each fill colour of ``fig``'s bars and patches a hatch of its own (legends too).
-
-    Patches whose face is transparent or white, and axes backgrounds, are left alone.
-    Returns ``{rgba colour: hatch}``; with one fill colour nothing changes (``{}``).
-    """
+def _key(patch) -> tuple:
     from matplotlib.colors import to_rgba
+
+    return tuple(round(c, 4) for c in to_rgba(patch.get_facecolor()))
+
+
+def hatch_by_colour(fig) -> dict:
+    """Give each fill colour of ``fig``'s bars a hatch of its own, in the legend too.
+
+    Only bars (``ax.bar``, ``ax.barh``) change: a diagram's boxes, drawn as patches with
+    their labels written on them, keep their plain fills. Returns ``{rgba colour: hatch}``;
+    with one bar colour nothing changes (``{}``).
+    """
+    from matplotlib.container import BarContainer
     from matplotlib.patches import Patch
 
-    def filled(patch) -> bool:
-        face = to_rgba(patch.get_facecolor())
-        return patch.get_fill() and face[3] > 0 and face[:3] != (1.0, 1.0, 1.0)
-
-    patches = []
-    for ax in fig.axes:
-        patches += [p for p in ax.patches if filled(p) and p is not ax.patch]
-    colours: dict = {}
-    for patch in patches:
-        colours.setdefault(tuple(round(c, 4) for c in to_rgba(patch.get_facecolor())), None)
+    bars = [
+        bar
+        for ax in fig.axes
+        for container in ax.containers
+        if isinstance(container, BarContainer)
+        for bar in container
+        if bar.get_fill() and _key(bar)[3] > 0
+    ]
+    colours = dict.fromkeys(_key(bar) for bar in bars)
     if len(colours) < 2:
         return {}
-    for colour, hatch in zip(colours, HATCHES * (len(colours) // len(HATCHES) + 1)):
-        colours[colour] = hatch
+    colours = dict(zip(colours, HATCHES * (len(colours) // len(HATCHES) + 1)))
     legends = [ax.get_legend() for ax in fig.axes] + list(fig.legends)
     handles = [h for leg in legends if leg for h in leg.legend_handles if isinstance(h, Patch)]
-    for patch in patches + handles:
-        key = tuple(round(c, 4) for c in to_rgba(patch.get_facecolor()))
+    for patch in bars + handles:
+        key = _key(patch)
         if colours.get(key):
             patch.set_hatch(colours[key])
             patch.set_edgecolor("black" if sum(key[:3]) > 1.2 else "white")

@@ -68,6 +68,29 @@ def test_stacked_bars_get_one_hatch_per_colour_in_the_legend_too():
     plt.close(fig)
 
 
+def test_a_diagrams_boxes_keep_their_plain_fills():
+    fig, ax = plt.subplots()
+    ax.add_patch(plt.Rectangle((0, 0), 1, 1, color="red"))
+    ax.add_patch(plt.Rectangle((2, 0), 1, 1, color="blue"))
+    assert figures.hatch_by_colour(fig) == {}
+    assert all(not p.get_hatch() for p in ax.patches)
+    plt.close(fig)
+
+
+def test_bars_coloured_one_by_one_share_a_hatch_per_colour():
+    """Lesson 06's timeline: barh calls coloured by device, a legend of bare Rectangles."""
+    fig, ax = plt.subplots()
+    for i, colour in enumerate(["C0", "C1", "C0", "grey"]):
+        ax.barh(i % 2, 1, left=i, color=colour)
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in ("C0", "C1")], labels="ab")
+    colours = figures.hatch_by_colour(fig)
+    assert len(colours) == 3
+    hatches = [p.get_hatch() for p in ax.patches]
+    assert hatches[0] == hatches[2] and len({hatches[0], hatches[1], hatches[3]}) == 3
+    assert [h.get_hatch() for h in ax.get_legend().legend_handles] == hatches[:2]
+    plt.close(fig)
+
+
 def test_one_fill_colour_is_left_as_it_is():
     fig, ax = plt.subplots()
     ax.bar([0, 1], [1, 2], color="#219ebc")
