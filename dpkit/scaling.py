@@ -18,13 +18,24 @@ gradients, and every device applies the same update. The model adds up the time 
                            W workers on their own machines)
   ``"hierarchical"``       ring inside each node of g        ``2 (g-1)`` + ``2 (nodes-1)``
                            devices, then a ring of the nodes
+  ``"tree"``               ring inside each node, then        ``2 (g-1)`` + ``2 ceil(log2
+                           ``2 M`` per node over a double     nodes)``
+                           binary tree of the nodes (NCCL)
   ======================== ================================= ================================
+
+  Shared capacity saturates as workers are added: ``host_total_bytes_per_s`` caps what all
+  the devices of a node move to parameter servers on its CPU together (each gets at most
+  ``total / N``), ``network_total_bytes_per_s`` what all the nodes move over the network
+  (each node at most ``total / nodes``);
 
 * **overlap**: the exchange of early layers' gradients can run while the backward pass is
   still computing later ones; ``overlap`` is the fraction of the exchange that may hide, at
   most behind the backward pass (two thirds of the compute).
 
-``step = compute + exchange - hidden``. Throughput is ``global batch / step``, speed-up is
+* **fixed cost**: ``fixed_s`` is paid once by every step of more than one device
+  (synchronising, launching the exchange), whatever the bytes or messages.
+
+``step = compute + exchange - hidden + fixed``. Throughput is ``global batch / step``, speed-up is
 throughput over one device's and efficiency is speed-up over ``N``. The names of every input
 carry their unit (``_s``, ``_bytes``, ``_per_s``); :mod:`dpkit.cards` holds model and hardware
 cards with their sources.
@@ -35,10 +46,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from dpkit import models
 from dpkit.plumbing import checks
 
-ALGORITHMS = ("ring", "parameter_server", "hierarchical")
+ALGORITHMS = ("ring", "parameter_server", "hierarchical", "tree")
 #: the backward pass's share of the compute, what the exchange can hide behind
 BACKWARD_SHARE = 2 / 3
 
@@ -110,21 +123,40 @@ class Hardware:
     # keeps the variables (None: intra)
     host: Link | None = None
     source: str = ""  # where the numbers come from
+    # what all of a node's devices move to and from its CPU together (None: no limit but
+    # each device's host link) and what the network carries for all nodes together
+    host_total_bytes_per_s: float | None = None
+    network_total_bytes_per_s: float | None = None
 
     def __post_init__(self):
         _number(self.device_flops_per_s, "device_flops_per_s", "9.3e12 for a P100's fp32 peak")
         checks.whole(self.devices_per_node, "devices_per_node", 1, "devices_per_node=8")
+        for name in ("host_total_bytes_per_s", "network_total_bytes_per_s"):
+            if getattr(self, name) is not None:
+                _number(getattr(self, name), name, f"{name}=40e9 (or None: no shared limit)")
 
     def nodes(self, devices: int) -> int:
         return -(-devices // self.devices_per_node)
 
-    def link_between_nodes(self) -> Link:
+    def link_between_nodes(self, nodes: int = 1) -> Link:
+        """The network link of each node when ``nodes`` nodes share the network."""
         if self.inter is None:
             raise ValueError(
                 f"{self.name} is a single node of {self.devices_per_node} devices; for more "
                 "devices give the hardware card an inter-node link (inter=Link(...))."
             )
-        return self.inter
+        return _shared(self.inter, self.network_total_bytes_per_s, nodes)
+
+    def link_to_host(self, devices: int = 1) -> Link:
+        """Each device's link to the CPU when ``devices`` devices use it at once."""
+        return _shared(self.host or self.intra, self.host_total_bytes_per_s, devices)
+
+
+def _shared(link: Link, total: float | None, users: int) -> Link:
+    """``link`` with its bandwidth capped at ``total / users`` (``total`` None: no cap)."""
+    if total is None or link.bandwidth_bytes_per_s * users <= total:
+        return link
+    return Link(link.latency_s, total / users)
 
 
 @dataclass(frozen=True)
@@ -168,6 +200,13 @@ def ps_bytes(workers: int, nbytes: float, servers: int = 1, *, colocated: bool =
     return 2 * m * max(1, workers / servers)
 
 
+def tree_bytes(nodes: int, nbytes: float) -> float:
+    """Bytes each node sends (and receives) in a double binary tree all-reduce: ``2 M``
+    (each of two trees reduces half of ``M`` up and broadcasts it down), 0 for one node."""
+    checks.whole(nodes, "nodes", 1, "nodes=4")
+    return 0.0 if nodes == 1 else 2 * _number(nbytes, "nbytes", "nbytes=4e6", zero=True)
+
+
 def exchange(
     algorithm: str,
     devices: int,
@@ -181,10 +220,12 @@ def exchange(
 
     ``"ring"`` is one flat ring over every device; once it leaves a node its slowest hop is
     the network link. ``"hierarchical"`` rings inside each node, then across the nodes
-    (one node link each), then shares the result inside the node. ``"parameter_server"``
-    on one node sends each device's gradients to the CPU over the ``host`` link; across
-    nodes each node first sums its devices' gradients (a ring inside the node), then is one
-    worker of ``servers`` parameter servers (default: one per node) over the network.
+    (one node link each), then shares the result inside the node; ``"tree"`` does the same
+    with a double binary tree across the nodes. ``"parameter_server"`` on one node sends
+    each device's gradients to the CPU over the ``host`` link (``colocated``: to servers
+    spread over the devices themselves, over ``intra``); across nodes each node first sums
+    its devices' gradients (a ring inside the node), then is one worker of ``servers``
+    parameter servers (default: one per node) over the network.
     """
     checks.one_of(algorithm, ALGORITHMS, "algorithm")
     checks.whole(devices, "devices", 1, "devices=8")
@@ -202,29 +243,47 @@ def exchange(
 
     if nodes == 1 and algorithm != "parameter_server":
         return ring_over(devices, intra, m)
+    inter = hardware.link_between_nodes(nodes) if nodes > 1 else None
     if algorithm == "ring":
-        inter = hardware.link_between_nodes()
         return Exchange(
             2 * (devices - 1) * max(intra.latency_s, inter.latency_s),
             ring_bytes(devices, m) / min(intra.bandwidth_bytes_per_s, inter.bandwidth_bytes_per_s),
         )
-    if algorithm == "hierarchical":
-        inside, across = (
-            ring_over(local, intra, m),
-            ring_over(nodes, hardware.link_between_nodes(), m),
-        )
+    if algorithm in ("hierarchical", "tree"):
+        inside = ring_over(local, intra, m)
+        if algorithm == "hierarchical":
+            across = ring_over(nodes, inter, m)
+        else:
+            hops = 2 * math.ceil(math.log2(nodes))
+            across = Exchange(
+                hops * inter.latency_s, tree_bytes(nodes, m) / inter.bandwidth_bytes_per_s
+            )
         return Exchange(
             inside.latency_s + across.latency_s, inside.bandwidth_s + across.bandwidth_s
         )
-    if nodes == 1:  # parameter server(s) on this node's CPU: each device has its own host link
-        host = hardware.host or intra
+    if nodes == 1 and colocated:  # variables spread over the devices: each serves 1/N
+        moved = ps_bytes(devices, m, devices, colocated=True)
+        return Exchange(2 * intra.latency_s, moved / intra.bandwidth_bytes_per_s)
+    if nodes == 1:  # parameter server(s) on this node's CPU: each device has a host link
+        host = hardware.link_to_host(devices)
         return Exchange(2 * host.latency_s, 2 * m / host.bandwidth_bytes_per_s)
-    inter = hardware.link_between_nodes()
     k = nodes if servers is None else servers
     checks.whole(k, "servers", 1, "servers=4")
     inside = ring_over(local, intra, m)
     across = ps_bytes(nodes, m, k, colocated=colocated) / inter.bandwidth_bytes_per_s
     return Exchange(inside.latency_s + 2 * inter.latency_s, inside.bandwidth_s + across)
+
+
+def hidden_seconds(overlap, exchange_s, compute_s):
+    """The part of the exchange hidden behind the backward pass: ``overlap`` of it, at most
+    the backward pass (:data:`BACKWARD_SHARE` of the compute). Numbers or NumPy arrays."""
+    return np.minimum(overlap * exchange_s, BACKWARD_SHARE * compute_s)
+
+
+def step_seconds(compute_s, exchange_s, overlap=0.0, fixed_s=0.0):
+    """``compute + exchange - hidden + fixed`` for numbers or NumPy arrays (broadcast): what
+    :attr:`Step.seconds` is, for many parameter values at once."""
+    return compute_s + exchange_s - hidden_seconds(overlap, exchange_s, compute_s) + fixed_s
 
 
 @dataclass(frozen=True)
@@ -236,6 +295,7 @@ class Step:
     compute_s: float
     exchange: Exchange
     hidden_s: float
+    fixed_s: float = 0.0  # the fixed cost of a step of more than one device
 
     @property
     def exposed_s(self) -> float:
@@ -244,7 +304,7 @@ class Step:
 
     @property
     def seconds(self) -> float:
-        return self.compute_s + self.exposed_s
+        return self.compute_s + self.exposed_s + self.fixed_s
 
     @property
     def examples_per_s(self) -> float:
@@ -252,12 +312,12 @@ class Step:
 
     @property
     def parts(self) -> dict[str, float]:
-        """Seconds of ``"compute"``, ``"bandwidth"`` and ``"latency"`` (the exposed exchange
-        split between its latency and bandwidth parts pro rata)."""
+        """Seconds of ``"compute"``, ``"bandwidth"``, ``"latency"`` (the exposed exchange
+        split between its latency and bandwidth parts pro rata) and ``"fixed"``."""
         ex = self.exchange
         share = self.exposed_s / ex.seconds if ex.seconds else 0.0
         exposed = {"bandwidth": ex.bandwidth_s * share, "latency": ex.latency_s * share}
-        return {"compute": self.compute_s, **exposed}
+        return {"compute": self.compute_s, **exposed, "fixed": self.fixed_s}
 
     @property
     def dominant(self) -> str:
@@ -276,6 +336,7 @@ def step(
     servers: int | None = None,
     colocated: bool = False,
     one_device_examples_per_s: float | None = None,
+    fixed_s: float = 0.0,
 ) -> Step:
     """Predict one synchronous step of ``devices`` devices, each computing ``per_device_batch``
     examples (the terms: see the module docstring).
@@ -283,9 +344,10 @@ def step(
     ``overlap`` is the fraction (0..1) of the exchange that may run during the backward pass;
     ``servers`` and ``colocated`` are those of :func:`exchange`. A measured
     ``one_device_examples_per_s`` gives the compute time instead of FLOPs and
-    ``device_flops_per_s``.
+    ``device_flops_per_s``. ``fixed_s`` is paid by every step of more than one device.
     """
     checks.whole(devices, "devices", 1, "devices=8")
+    fixed = _number(fixed_s, "fixed_s", "fixed_s=0.002 (2 ms a step)", zero=True)
     batch = _number(per_device_batch, "per_device_batch", "per_device_batch=64")
     overlap = _number(overlap, "overlap", "overlap=0.5", zero=True)
     if overlap > 1:
@@ -298,8 +360,8 @@ def step(
     ex = exchange(
         algorithm, devices, model.gradient_bytes, hardware, servers=servers, colocated=colocated
     )
-    hidden = min(overlap * ex.seconds, BACKWARD_SHARE * compute)
-    return Step(devices, batch, compute, ex, hidden)
+    hidden = float(hidden_seconds(overlap, ex.seconds, compute))
+    return Step(devices, batch, compute, ex, hidden, fixed if devices > 1 else 0.0)
 
 
 @dataclass
@@ -364,7 +426,7 @@ class Prediction:
         left.set_title(f"{self.model.name}, {self.hardware.name}", fontsize=10)
         left.legend()
         bottom = [0.0] * len(n)
-        for name in ("compute", "bandwidth", "latency"):
+        for name in ("compute", "bandwidth", "latency", "fixed"):
             values = [s.parts[name] / s.seconds for s in self.steps]
             right.bar([str(d) for d in n], values, bottom=bottom, label=name)
             bottom = [b + v for b, v in zip(bottom, values)]
@@ -389,6 +451,7 @@ def predict(
     servers: int | None = None,
     colocated: bool = False,
     one_device_examples_per_s: float | None = None,
+    fixed_s: float = 0.0,
 ) -> Prediction:
     """Predict steps for every count in ``devices`` (the first one is the base of the
     speed-ups, usually 1).
@@ -413,7 +476,7 @@ def predict(
     scaling = "weak" if global_batch is None else "strong"
     result = Prediction(model, hardware, algorithm, scaling)
     options = {"algorithm": algorithm, "overlap": overlap, "colocated": colocated}
-    options["one_device_examples_per_s"] = one_device_examples_per_s
+    options |= {"one_device_examples_per_s": one_device_examples_per_s, "fixed_s": fixed_s}
     for n in counts:
         batch = per_device_batch if global_batch is None else global_batch / n
         k = servers(hardware.nodes(n)) if callable(servers) else servers

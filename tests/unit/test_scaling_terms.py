@@ -1,0 +1,177 @@
+"""The cost model's terms added for issue 32 (a tree across nodes, shared capacity that
+saturates, variables spread over one node's devices, a fixed cost per step) against
+hand-computed cases, and dpkit.published's grid, bands and baselines against the card
+bounds and hand-worked examples. Expected numbers are written as the arithmetic that gives
+them, never computed by the code under test."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpkit import published, scaling
+from dpkit.scaling import Hardware, Link, ModelCard
+
+MODEL = ModelCard("test model", params=25_000_000, forward_flops=1e9)
+M = 25_000_000 * 4  # 1e8 bytes of gradients
+INTRA, INTER, HOST = Link(1e-6, 1e10), Link(1e-4, 1e9), Link(2e-6, 5e9)
+CLUSTER = Hardware("cluster", 1e12, devices_per_node=4, intra=INTRA, inter=INTER, host=HOST)
+ONE_NODE = Hardware("one node", 1e12, devices_per_node=8, intra=INTRA, host=HOST)
+
+
+def approx(value):
+    return pytest.approx(value, rel=1e-12, abs=1e-15)
+
+
+def test_tree_bytes():
+    assert scaling.tree_bytes(1, M) == 0
+    assert scaling.tree_bytes(2, 100) == approx(200)  # reduce M up, broadcast M down
+    assert scaling.tree_bytes(64, 100) == approx(200)  # whatever the node count
+
+
+@pytest.mark.parametrize(
+    "devices, hops",
+    [(8, 2 * 1), (12, 2 * 2), (16, 2 * 2), (32, 2 * 3), (256, 2 * 6)],  # 2 ceil(log2 nodes)
+)
+def test_tree_across_nodes_pays_log_n_latencies(devices, hops):
+    ex = scaling.exchange("tree", devices, M, CLUSTER)
+    # a ring of 4 in each node: 2*3 messages of 1 us, 2*3/4*1e8 B at 10 GB/s = 15 ms;
+    # then 2 M = 2e8 B over each node's 1 GB/s link = 200 ms
+    assert ex.latency_s == approx(2 * 3 * 1e-6 + hops * 1e-4)
+    assert ex.bandwidth_s == approx(0.015 + 0.2)
+
+
+def test_tree_on_one_node_is_the_ring():
+    assert scaling.exchange("tree", 4, M, CLUSTER).seconds == approx(6e-6 + 0.015)
+
+
+def test_a_shared_network_saturates_as_nodes_are_added():
+    shared = Hardware("shared", 1e12, 4, intra=INTRA, inter=INTER, network_total_bytes_per_s=2e9)
+    # 2 nodes: 2e9 / 2 = 1e9 each, the link's own rate: as without a limit
+    two = scaling.exchange("hierarchical", 8, M, shared)
+    assert two.bandwidth_s == approx(0.015 + 2 * 1 / 2 * 1e8 / 1e9)
+    # 8 nodes: 2e9 / 8 = 0.25 GB/s each: the ring of nodes moves 2 * 7/8 * 1e8 B at that rate
+    eight = scaling.exchange("hierarchical", 32, M, shared)
+    assert eight.bandwidth_s == approx(0.015 + 2 * 7 / 8 * 1e8 / 2.5e8)
+    assert eight.latency_s == approx(6e-6 + 2 * 7 * 1e-4)  # latency unchanged
+    flat = scaling.exchange("ring", 32, M, shared)  # flat ring: its slowest hop is 0.25 GB/s
+    assert flat.bandwidth_s == approx(2 * 31 / 32 * 1e8 / 2.5e8)
+    ps = scaling.exchange("parameter_server", 32, M, shared)  # 8 workers, 8 servers: 2 M each
+    assert ps.bandwidth_s == approx(0.015 + 2 * 1e8 / 2.5e8)
+
+
+def test_parameter_servers_on_the_cpu_saturate_the_host():
+    node = Hardware("node", 1e12, 8, intra=INTRA, host=HOST, host_total_bytes_per_s=1e10)
+    # 2 devices: 1e10 / 2 = 5 GB/s each, the host link's own rate: push and pull 2 M at 5 GB/s
+    assert scaling.exchange("parameter_server", 2, M, node).bandwidth_s == approx(2e8 / 5e9)
+    # 8 devices share 10 GB/s: 1.25 GB/s each
+    assert scaling.exchange("parameter_server", 8, M, node).bandwidth_s == approx(2e8 / 1.25e9)
+    assert scaling.exchange("parameter_server", 8, M, node).latency_s == approx(2 * 2e-6)
+    # without a total, every count is the same (the old model's flat line)
+    for n in (2, 8):
+        assert scaling.exchange("parameter_server", n, M, ONE_NODE).bandwidth_s == approx(0.04)
+
+
+def test_variables_spread_over_one_nodes_devices():
+    # 4 devices, each serving a quarter: a device sends 3 of 4 shards and receives 3 pushes of
+    # its own, then the same back: 2 * 3/4 * M over the 10 GB/s link, in 2 messages
+    ex = scaling.exchange("parameter_server", 4, M, ONE_NODE, colocated=True)
+    assert ex.bandwidth_s == approx(2 * 3 / 4 * 1e8 / 1e10)
+    assert ex.latency_s == approx(2 * 1e-6)
+
+
+PAIR = Hardware("pair", 1e12, devices_per_node=2, intra=Link(0, 1e9))
+
+
+def test_a_fixed_cost_is_paid_by_every_step_of_more_than_one_device():
+    # compute 32 * 3e9 / 1e12 = 96 ms; exchange 1e8 B at 1 GB/s = 100 ms; fixed 10 ms
+    two = scaling.step(MODEL, PAIR, 2, 32, fixed_s=0.01)
+    assert two.seconds == approx(0.096 + 0.1 + 0.01)
+    assert two.parts["fixed"] == approx(0.01)
+    assert scaling.step(MODEL, PAIR, 1, 32, fixed_s=0.01).seconds == approx(0.096)
+    p = scaling.predict(MODEL, PAIR, [1, 2], per_device_batch=32, fixed_s=0.01)
+    assert p.efficiency(2) == approx(0.096 / 0.206)
+
+
+def test_step_seconds_takes_arrays():
+    overlap = np.array([0.0, 0.5, 1.0])
+    got = scaling.step_seconds(0.096, 0.1, overlap, 0.01)
+    # hidden: 0, 50 ms, and at most the 64 ms backward pass
+    want = [0.096 + 0.1 + 0.01, 0.096 + 0.05 + 0.01, 0.096 + 0.1 - 0.064 + 0.01]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: scaling.step(MODEL, PAIR, 2, 8, fixed_s=-1e-3), "fixed_s"),
+        (lambda: Hardware("h", 1e12, 4, INTRA, host_total_bytes_per_s=0), "host_total"),
+        (lambda: Hardware("h", 1e12, 4, INTRA, network_total_bytes_per_s=math.nan), "network"),
+        (lambda: scaling.tree_bytes(0, M), "nodes"),
+    ],
+)
+def test_bad_input_names_the_parameter(make, name):
+    with pytest.raises(ValueError, match=name):
+        make()
+
+
+# ------------------------------------------------------------------ fits within the cards
+
+
+def test_no_grid_value_leaves_the_hardware_card():
+    for setup in published.SETUPS.values():
+        values = published.grid(setup)
+        for name, tried in values.items():
+            card = published.card_value(setup, name)
+            if name.endswith("_bw") or name.endswith("_total"):
+                assert max(tried) <= card * (1 + 1e-12), (setup.name, name)
+            if name.endswith("_lat"):
+                assert min(tried) >= card * (1 - 1e-12), (setup.name, name)
+    dgx1 = published.SETUPS["dgx1"]
+    assert max(published.grid(dgx1)["host_bw"]) == 8e9  # the card's PCIe, not 16 GB/s
+    with pytest.raises(ValueError, match="host_bw=1.6e"):
+        published.hardware_with(dgx1, {"host_bw": 16e9})
+    with pytest.raises(ValueError, match="intra_lat"):
+        published.hardware_with(dgx1, {"intra_lat": 1e-7})  # faster than the card's 5 us
+    with pytest.raises(ValueError, match="overlap"):
+        published.check(dgx1, {"overlap": 1.5})
+
+
+def test_the_grid_predictions_are_the_models():
+    rows = [r for r in published.rows() if r.setup == "aws_k80"]
+    points, table = published.predictions("aws_k80", rows)
+    assert table.shape == (len(rows), len(points))
+    for j in (0, len(points) // 3, len(points) - 1):
+        for i in (0, 4, len(rows) - 1):
+            reference = published.predict_row(rows[i], published.SETUPS["aws_k80"], points[j])
+            assert table[i, j] == pytest.approx(reference, rel=1e-12)
+
+
+def test_hold_and_score_by_hand():
+    row = published.Row
+    rows = [
+        row("s", "dgx1", "vgg16", 2, 0.95, fit=True),
+        row("s", "dgx1", "vgg16", 4, 0.90, fit=True),
+        row("s", "dgx1", "vgg16", 8, 0.80),
+    ]
+    assert published.hold(rows) == [0.90, 0.90, 0.90]  # the largest fit count's, 4
+    with pytest.raises(ValueError, match="no fit row"):
+        published.hold(rows[2:])
+    median, within = published.score([-2.0, 12.0, 5.0, -30.0])
+    assert median == approx((5 + 12) / 2) and within == approx(2 / 4)
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return published.compare()
+
+
+def test_the_band_holds_the_best_fit_and_the_scores_are_on_held_out_rows(comparison):
+    for p, (low, high) in zip(comparison.predicted, comparison.band):
+        assert low - 1e-12 <= p <= high + 1e-12
+    held = comparison.held_out()
+    published_held = np.array([comparison.rows[i].efficiency for i in held])
+    linear = np.median(np.abs(100 * (1 - published_held)))  # a guess of 100% everywhere
+    assert comparison.scores()["linear"][0] == pytest.approx(linear, rel=1e-12)
+    for f in comparison.fits.values():
+        assert f.best in f.consistent
