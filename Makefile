@@ -148,7 +148,7 @@ unit: $(STAMP) ## the fast door: tests/unit only (no child process, no kernel; u
 	code=$$?; echo "dpkit: make unit took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # Unit tests, then nbval re-executes every lesson in a fresh kernel and compares the cells
-# marked NBVAL_CHECK_OUTPUT with their committed outputs. The solutions run once, in
+# tagged nbval-check-output with their committed outputs. The solutions run once, in
 # tests/notebooks/test_wrong_answers.py, which checks what nbval would of them before it tries the
 # wrong answers in the same kernel.
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's

@@ -46,8 +46,8 @@ Its modules (written by tools/layout.py):
 * ``views.widgets`` (views, lesson 05): the device picker, the live sweep view and the sweep
   panel.
 * ``views.scaling_panel`` (views, lesson 09): the prediction panel of lesson 09.
-* ``views.figures`` (views): figures.show(fig, alt=...): a figure with alt text, its fill
-  colours hatched.
+* ``views.figures`` (views, lesson 00): figures.show(fig, alt=...): a figure with alt text, its
+  fill colours hatched.
 * ``views.board`` (views, lesson 06): TensorBoard in a frame below the cell, through the proxy
   that reaches the browser.
 * ``plumbing.procs`` (plumbing): the only place that starts a process: process groups, one

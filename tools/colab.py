@@ -6,12 +6,14 @@ a notebook lacks them or names another notebook's path. tests/repo/test_notebook
 runs the same check.
 
 The badge opens the notebook's own path in the repository named by pyproject.toml's
-[project.urls] Repository (the one place the address is written). The install cell sits
-just before the Setup heading and does nothing outside Colab. On Colab it clones the
-repository once per session (the lessons read files beside them: images, deploy/, the
-exercises they link to), installs the package next to Colab's own TensorFlow (skipped when
-dpkit already imports), and changes into the notebook's folder, so every relative path
-works as it does locally.
+[project.urls] Repository (the one place the address is written), at the git ref of
+pyproject's [tool.dpkit.launch] (the one place the ref is written; the website's launch
+buttons and README's Binder badge follow the same two). The install cell sits just before
+the Setup heading, is tagged `colab-install` (the website hides it) and does nothing
+outside Colab. On Colab it clones the repository at that ref once per session (the lessons
+read files beside them: images, deploy/, the exercises they link to), installs the package
+next to Colab's own TensorFlow (skipped when dpkit already imports), and changes into the
+notebook's folder, so every relative path works as it does locally.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import nbio  # noqa: E402
 
 CLONE = "/content/dpkit"  # where the install cell puts the repository on Colab
 CELL_ID_SUFFIX = "colab"
+INSTALL_TAG = "colab-install"  # the install cell's tag: the website (tools/site.py) hides it
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE = re.compile(r"\[!\[Open in Colab\]\(" + re.escape(BADGE_IMAGE) + r"\)\]\(([^)]+)\)")
 
@@ -45,9 +48,32 @@ def repository() -> str:
     return found.group(1)
 
 
+def ref() -> str:
+    """The git ref every launch opens, from pyproject.toml's [tool.dpkit.launch] ``ref``."""
+    text = (nbio.ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    table = re.search(r"^\[tool\.dpkit\.launch\]\n(.*?)(?:^\[|\Z)", text, re.MULTILINE | re.DOTALL)
+    found = table and re.search(r'^ref\s*=\s*"([^"]*)"', table.group(1), re.MULTILINE)
+    if not found or not re.fullmatch(r"[\w.][\w./-]*", found.group(1)):
+        raise ValueError(
+            'pyproject.toml needs [tool.dpkit.launch] with ref = "BRANCH-OR-TAG" (e.g. "main"), '
+            f"the git ref the launch buttons open; got {found.group(1) if found else None!r}"
+        )
+    return found.group(1)
+
+
 def badge_url(relpath: str) -> str:
     """The Colab address of a notebook at ``relpath`` (e.g. ``lessons/02_towers.ipynb``)."""
-    return f"https://colab.research.google.com/github/{repository()}/blob/main/{relpath}"
+    return f"https://colab.research.google.com/github/{repository()}/blob/{ref()}/{relpath}"
+
+
+def binder_url(relpath: str) -> str:
+    """The mybinder.org address that opens the notebook at ``relpath`` in JupyterLab."""
+    return f"https://mybinder.org/v2/gh/{repository()}/{ref()}?urlpath=lab/tree/{relpath}"
+
+
+def download_url(relpath: str) -> str:
+    """The raw file of the notebook at ``relpath``, at the launch ref."""
+    return f"https://raw.githubusercontent.com/{repository()}/{ref()}/{relpath}"
 
 
 def badge(relpath: str) -> str:
@@ -61,7 +87,7 @@ def install_source(folder: str) -> str:
         "# beside Colab's own TensorFlow, and work in this notebook's folder.\n"
         'if "google.colab" in str(type(get_ipython())):\n'
         f"    !cd {Path(CLONE).parent} && (test -d {Path(CLONE).name} || "
-        f"git clone -q --depth 1 https://github.com/{repository()})\n"
+        f"git clone -q --depth 1 -b {ref()} https://github.com/{repository()})\n"
         f"    !python -c 'import dpkit' 2>/dev/null || pip install -q {CLONE}\n"
         f"    %cd {CLONE}/{folder}"
     )
@@ -82,8 +108,11 @@ def apply(nb: nbformat.NotebookNode, relpath: str) -> nbformat.NotebookNode:
 
     source = install_source(relpath.split("/")[0])
     installs = [c for c in nb.cells if is_install_cell(c)]
-    if installs:  # keep the cell (its id, count and outputs), bring its code up to date
+    if installs:  # keep the cell (its id, count and outputs), bring its code and tag up to date
         installs[0].source = source
+        tags = installs[0].metadata.setdefault("tags", [])
+        if INSTALL_TAG not in tags:
+            tags.append(INSTALL_TAG)
         nb.cells = [c for c in nb.cells if not is_install_cell(c) or c is installs[0]]
         return nb
     setup = next(
@@ -91,6 +120,7 @@ def apply(nb: nbformat.NotebookNode, relpath: str) -> nbformat.NotebookNode:
     )
     cell = nbformat.v4.new_code_cell(source)
     cell.id = f"{title.get('id', 'nb').split('-')[0]}-{CELL_ID_SUFFIX}"
+    cell.metadata["tags"] = [INSTALL_TAG]
     nb.cells.insert(setup, cell)
     return nb
 
@@ -113,6 +143,8 @@ def problems(nb: nbformat.NotebookNode, relpath: str) -> list[str]:
         out.append(f"{relpath}: {len(installs)} Colab install cells, want exactly 1")
     elif installs[0].source != install_source(relpath.split("/")[0]):
         out.append(f"{relpath}: its Colab install cell differs from tools/colab.py's")
+    elif not nbio.has_tag(installs[0], INSTALL_TAG):
+        out.append(f"{relpath}: its Colab install cell is not tagged {INSTALL_TAG!r}")
     return out
 
 

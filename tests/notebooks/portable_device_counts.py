@@ -3,7 +3,7 @@
 Not collected by make test (the name does not start with test_): make test-portable
 passes it by name, under oneDNN and one intra-op thread. Each lesson runs through
 papermill with another NUM_DEVICES (and a batch that still divides); every checked cell
-(# NBVAL_CHECK_OUTPUT) must end its lines with the same True/False as the stored run. The
+(tagged nbval-check-output) must end its lines with the same True/False as the stored run. The
 counts in those lines may change with the device count; the verdicts may not.
 """
 
@@ -31,7 +31,7 @@ def verdicts(nb) -> list[list[str]]:
     """For each checked cell in order, the True/False that end its printed lines."""
     found = []
     for cell in nb.cells:
-        if cell.cell_type != "code" or "# NBVAL_CHECK_OUTPUT" not in cell.source:
+        if cell.cell_type != "code" or not nbio.has_tag(cell, "nbval-check-output"):
             continue
         text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
         found.append([m.group(1) for line in text.splitlines() if (m := VERDICT.search(line))])
@@ -40,7 +40,7 @@ def verdicts(nb) -> list[list[str]]:
 
 def test_verdicts_reads_the_booleans_that_end_lines():
     nb = nbio.nbformat.v4.new_notebook()
-    cell = nbio.nbformat.v4.new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(...)")
+    cell = nbio.nbformat.v4.new_code_cell("print(...)", metadata={"tags": ["nbval-check-output"]})
     cell.outputs = [
         nbio.nbformat.v4.new_output("stream", text="4 devices: True\nshape (3,)\nx: False\n")
     ]

@@ -7,10 +7,12 @@ import nbformat
 
 from tests.support.notebooks import ROOT, nbio
 
+CHECKED = {"tags": ["nbval-check-output"]}  # the marker of a checked cell (tools/cell_tags.py)
+
 
 def _notebook(path, claim_output, stderr_output):
     checked = nbformat.v4.new_code_cell(
-        "# NBVAL_CHECK_OUTPUT\nimport sys\nprint(6 * 7)\nprint('noise', file=sys.stderr)"
+        "import sys\nprint(6 * 7)\nprint('noise', file=sys.stderr)", metadata=CHECKED
     )
     checked.outputs = [
         nbformat.v4.new_output("stream", name="stdout", text=claim_output),
@@ -18,7 +20,7 @@ def _notebook(path, claim_output, stderr_output):
     ]
     # a warning that appears at run time and was never stored
     new_warning = nbformat.v4.new_code_cell(
-        "# NBVAL_CHECK_OUTPUT\nprint('ok')\nprint('a new warning', file=sys.stderr)"
+        "print('ok')\nprint('a new warning', file=sys.stderr)", metadata=CHECKED
     )
     new_warning.outputs = [nbformat.v4.new_output("stream", name="stdout", text="ok\n")]
     unchecked = nbformat.v4.new_code_cell("print(id(object()))")

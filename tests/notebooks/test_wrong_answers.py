@@ -75,8 +75,8 @@ def test_the_solution_passes_every_check(kernel):
 @pytest.mark.parametrize("kernel", sorted(TABLES), indirect=True, scope="module")
 def test_the_solution_runs_as_stored(kernel):
     """What nbval --nbval-lax would check of the solution (make test runs no nbval over
-    solutions/, whose run is this one): no cell raises unless tagged so, and each cell marked
-    NBVAL_CHECK_OUTPUT prints what is stored (make notebooks stores it)."""
+    solutions/, whose run is this one): no cell raises unless tagged so, and each cell tagged
+    nbval-check-output prints what is stored (make notebooks stores it)."""
     assert len(kernel.ran) == len(kernel.nb.cells)
     for index, (stored, ran) in enumerate(zip(kernel.nb.cells, kernel.ran)):
         if stored.cell_type != "code":
@@ -85,7 +85,7 @@ def test_the_solution_runs_as_stored(kernel):
         errors = [o for o in ran.outputs if o.output_type == "error"]
         if not nbio.has_tag(stored, "raises-exception"):
             assert not errors, f"{where} raised {errors[0].ename}: {errors[0].evalue}"
-        if "NBVAL_CHECK_OUTPUT" in nbio.code_source(stored):
+        if nbio.has_tag(stored, "nbval-check-output"):
             assert compared(ran.outputs) == compared(stored.outputs), (
                 f"{where} prints other than its stored output (run make notebooks if the "
                 "change is meant)"

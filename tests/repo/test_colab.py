@@ -35,6 +35,34 @@ def test_the_check_catches_a_badge_pointing_elsewhere_and_a_missing_cell():
     assert any("0 Colab install cells" in p for p in colab.problems(nb, relpath(LESSONS[1])))
 
 
+def test_the_check_catches_an_install_cell_without_its_tag():
+    nb = nbio.read(LESSONS[1])
+    cell = next(c for c in nb.cells if colab.is_install_cell(c))
+    assert nbio.has_tag(cell, colab.INSTALL_TAG)
+    cell.metadata["tags"].remove(colab.INSTALL_TAG)
+    assert any("not tagged" in p for p in colab.problems(nb, relpath(LESSONS[1])))
+    colab.apply(nb, relpath(LESSONS[1]))
+    assert colab.problems(nb, relpath(LESSONS[1])) == []
+
+
+def test_every_launch_follows_the_one_ref_in_pyproject(tmp_path, monkeypatch):
+    """The ref is written once ([tool.dpkit.launch]); badge, Binder, download and the clone
+    all change with it, and a missing or odd ref is refused, naming the fix."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert text.count("[tool.dpkit.launch]") == 1
+    monkeypatch.setattr(colab.nbio, "ROOT", tmp_path)
+    (tmp_path / "pyproject.toml").write_text(text.replace('ref = "main"', 'ref = "class-2027"'))
+    lesson = "lessons/02_towers.ipynb"
+    assert colab.badge_url(lesson).endswith(f"/blob/class-2027/{lesson}")
+    assert colab.binder_url(lesson).endswith(f"/class-2027?urlpath=lab/tree/{lesson}")
+    assert colab.download_url(lesson).endswith(f"/class-2027/{lesson}")
+    assert " -b class-2027 " in colab.install_source("lessons")
+    for bad in ('ref = "a b"', "", 'ref = ""'):
+        (tmp_path / "pyproject.toml").write_text(text.replace('ref = "main"', bad))
+        with pytest.raises(ValueError, match=r"\[tool\.dpkit\.launch\].*ref = "):
+            colab.ref()
+
+
 def test_apply_is_idempotent_and_keeps_the_title_text():
     nb = nbio.read(LESSONS[0])
     before = nbio.dumps(nb)
@@ -96,5 +124,5 @@ def test_install_commands_clone_and_install_once(tmp_path):
                 subprocess.run(["sh", "-c", command], env=env, check=True)
     lines = log.read_text().splitlines()
     assert len(lines) == 2, lines
-    assert lines[0].startswith("git clone -q --depth 1 https://github.com/")
+    assert lines[0].startswith(f"git clone -q --depth 1 -b {colab.ref()} https://github.com/")
     assert lines[1] == f"pip install -q {tmp_path}/dpkit"

@@ -27,10 +27,22 @@ def test_the_workbook_has_its_first_lessons():
 @pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
 def test_lesson_states_at_least_five_checked_claims(path):
     nb = nbio.read(path)
-    checked = [c for c in code_cells(nb) if "# NBVAL_CHECK_OUTPUT" in c.source]
+    checked = [c for c in code_cells(nb) if nbio.has_tag(c, "nbval-check-output")]
     assert len(checked) >= 5, f"{len(checked)} checked cells: a lesson states at least 5 claims"
     for cell in checked:  # a claim nbval compares must have an output to compare
         assert any(o.output_type in ("stream", "execute_result") for o in cell.outputs), cell.source
+
+
+@pytest.mark.parametrize("path", ALL, ids=ids(ALL))
+def test_the_check_tag_is_the_one_marker_of_a_checked_cell(path):
+    """nbval reads the tag nbval-check-output; a comment line would show on the website
+    (tools/cell_tags.py moves one into the tag)."""
+    for index, cell in enumerate(code_cells(nbio.read(path))):
+        comments = [line for line in cell.source.split("\n") if "NBVAL_" in line]
+        assert not comments, (
+            f"cell {index} carries {comments[0].strip()!r}: tag the cell instead "
+            "(python tools/cell_tags.py)"
+        )
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))

@@ -190,13 +190,15 @@ def test_readme_states_the_supported_versions(makevars):
 # --- binder/ ------------------------------------------------------------------------------
 
 
-def test_binder_badge_is_made_from_the_repository_url(project):
+def test_binder_badge_is_made_from_the_repository_url_and_launch_ref(project):
     repo = re.fullmatch(r"https://github\.com/([\w.-]+/[\w.-]+)", project["urls"]["Repository"])
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    ref = tool["dpkit"]["launch"]["ref"]  # the one place the ref is written
     lesson = "lessons/00_setup_and_devices.ipynb"
     assert (ROOT / lesson).exists()
     badge = (
         "[![Binder](https://mybinder.org/badge_logo.svg)]"
-        f"(https://mybinder.org/v2/gh/{repo.group(1)}/main?urlpath=lab/tree/{lesson})"
+        f"(https://mybinder.org/v2/gh/{repo.group(1)}/{ref}?urlpath=lab/tree/{lesson})"
     )
     assert badge in (ROOT / "README.md").read_text(encoding="utf-8")
 
