@@ -109,7 +109,7 @@ ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/nul
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest \
+.PHONY: help lab test test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest site test-site \
 	check-versions check-python env lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
@@ -248,11 +248,12 @@ test-papermill: $(STAMP) ## lessons 00, 01 and 06 through papermill with other p
 test-grading: $(STAMP) ## nbgrader autogrades every exercise (make test does exercise 05)
 	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/notebooks/test_grading.py -p no:cacheprovider -v
 
-# The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright.
+# The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright, and
+# the website (browser_tests/test_site.py builds it first).
 # Chromium comes from the system's package manager (Playwright's own download needs the
 # internet); it is installed here when missing and we may (root, or sudo without a password).
-test-browser: $(STAMP) ## lessons 00, 05, 06 and TensorBoard behind a proxy in JupyterLab in headless Chromium (screenshots in runs/browser/)
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+need_chromium = \
+	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	      echo "dpkit: installing Chromium with apt-get"; \
 	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
@@ -260,8 +261,28 @@ test-browser: $(STAMP) ## lessons 00, 05, 06 and TensorBoard behind a proxy in J
 	      echo "dpkit: installing Chromium with sudo apt-get"; \
 	      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	    else echo "dpkit: Chromium is missing and cannot be installed here; the browser tests will skip"; fi; }
-	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,grade,browser]'
+
+test-browser: $(STAMP) ## lessons 00, 05, 06, TensorBoard behind a proxy in JupyterLab, and the website, in headless Chromium (screenshots in runs/)
+	@$(need_chromium)
+	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,grade,browser,site]'
 	$(PY) -m pytest browser_tests -p no:cacheprovider -v -rs
+
+# The workbook as a website (README, "Read it as a website"): Jupyter Book 1.x builds the
+# committed notebooks, nothing executed, offline, into site/ (tools/website.py).
+SITE_STAMP := $(VENV)/.dpkit-site
+$(SITE_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),site]'
+	@touch $@
+
+site: $(SITE_STAMP) ## the workbook as a website in site/: Jupyter Book from the committed notebooks, offline
+	$(PY) tools/website.py
+
+# Only the website's browser test: it builds the site, serves it on 127.0.0.1 and checks
+# every page in headless Chromium (screenshots in runs/site/).
+test-site: $(SITE_STAMP) ## build the website and check it in headless Chromium (pages, links, alt text, launch buttons, search)
+	@$(need_chromium)
+	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),site,browser]'
+	$(PY) -m pytest browser_tests/test_site.py -p no:cacheprovider -v -rs
 
 # Lesson 06's pictures of TensorBoard (lessons/images/tensorboard_*.png): TensorBoard on
 # the run lesson 06 makes, its Scalars and Histograms dashboards shot in headless Chromium.

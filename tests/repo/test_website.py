@@ -1,0 +1,46 @@
+"""tools/website.py: what the site makes of README and of a notebook, without building it
+(browser_tests/test_site.py builds it and reads it in Chromium)."""
+
+import sys
+
+import nbformat
+
+from tests.support.notebooks import LESSONS, ROOT, nbio
+
+sys.path.insert(0, str(ROOT / "tools"))
+import colab  # noqa: E402
+import website  # noqa: E402
+
+
+def test_the_landing_page_is_written_from_readme():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = website.landing_page(readme)
+    assert page.startswith(readme.split("\n", 1)[0] + "\n")
+    table = readme.split("\n## Lessons\n\n", 1)[1].split("\n\n")[0]
+    assert table.startswith("| # |") and table.count("\n| 0") >= 9 and table in page
+    changed = readme.replace("| 00 | [Setup and devices]", "| 00 | [Setting up]")
+    assert "[Setting up]" in website.landing_page(changed)  # follows README, not a copy
+
+
+def test_relative_links_out_of_the_book_go_to_github_at_the_ref(tmp_path):
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "00_a.ipynb").write_text("{}")
+    text = "[answers](../solutions/01_b.ipynb#x), [setup](00_a.ipynb), [web](https://a.b/c)"
+    fixed = website.retarget(text, website.Path("lessons/01_b.ipynb"), tmp_path)
+    url = f"https://github.com/{colab.repository()}/blob/{colab.ref()}/solutions/01_b.ipynb"
+    assert fixed == f"[answers]({url}#x), [setup](00_a.ipynb), [web](https://a.b/c)"
+
+
+def test_a_staged_notebook_hides_the_install_cell_badge_and_long_checks(tmp_path):
+    relpath = f"lessons/{LESSONS[1].name}"
+    nb = nbio.read(LESSONS[1])
+    short = nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["nbval-check-output"]})
+    long = nbformat.v4.new_code_cell("x = 1\n" * 13, metadata={"tags": ["nbval-check-output"]})
+    nb.cells += [short, long]
+    staged = website.stage_notebook(nb, relpath, tmp_path)
+    install = [c for c in staged.cells if colab.is_install_cell(c)]
+    assert len(install) == 1 and nbio.has_tag(install[0], "remove-cell")
+    assert not any(colab.BADGE.search(c.source) for c in staged.cells if c.cell_type == "markdown")
+    assert not nbio.has_tag(short, "hide-input") and nbio.has_tag(long, "hide-input")
+    outputs = [c.get("outputs") for c in nbio.read(LESSONS[1]).cells]
+    assert [c.get("outputs") for c in staged.cells[: len(outputs)]] == outputs  # as stored
