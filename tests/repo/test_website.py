@@ -44,3 +44,17 @@ def test_a_staged_notebook_hides_the_install_cell_badge_and_long_checks(tmp_path
     assert not nbio.has_tag(short, "hide-input") and nbio.has_tag(long, "hide-input")
     outputs = [c.get("outputs") for c in nbio.read(LESSONS[1]).cells]
     assert [c.get("outputs") for c in staged.cells[: len(outputs)]] == outputs  # as stored
+
+
+def test_the_pages_workflow_publishes_what_make_site_builds():
+    import yaml
+
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_text())
+    build = flow["jobs"]["build"]["steps"]
+    runs = [s.get("run", "") for s in build]
+    assert any(r.startswith("make site") for r in runs), runs
+    upload = next(s for s in build if "upload-pages-artifact" in s.get("uses", ""))
+    assert upload["with"]["path"] == website.SITE.relative_to(ROOT).as_posix()
+    assert flow["jobs"]["deploy"]["needs"] == "build"
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "make site" in ci and ("make test-site" in ci or "make test-browser" in ci)
