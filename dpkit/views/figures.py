@@ -63,8 +63,11 @@ def hatch_by_colour(fig) -> dict:
     for patch in bars + handles:
         key = _key(patch)
         if colours.get(key):
+            edge = "black" if sum(key[:3]) > 1.2 else "white"
             patch.set_hatch(colours[key])
-            patch.set_edgecolor("black" if sum(key[:3]) > 1.2 else "white")
+            patch.set_edgecolor(edge)
+            if hasattr(patch, "set_hatchcolor"):  # matplotlib 3.11 keeps a legend copy's own
+                patch.set_hatchcolor(edge)
             patch.set_linewidth(0.4)
     return colours
 

@@ -87,8 +87,21 @@ def test_bars_coloured_one_by_one_share_a_hatch_per_colour():
     assert len(colours) == 3
     hatches = [p.get_hatch() for p in ax.patches]
     assert hatches[0] == hatches[2] and len({hatches[0], hatches[1], hatches[3]}) == 3
-    assert [h.get_hatch() for h in ax.get_legend().legend_handles] == hatches[:2]
+    handles = ax.get_legend().legend_handles
+    assert [h.get_hatch() for h in handles] == hatches[:2]
+    assert _drawn_in_two_colours(fig, handles[1]), "the legend's hatch must show on its fill"
     plt.close(fig)
+
+
+def _drawn_in_two_colours(fig, patch) -> bool:
+    """Whether the patch, as drawn, shows more than its fill colour (its hatch lines)."""
+    import numpy as np
+
+    fig.canvas.draw()
+    box = patch.get_window_extent(fig.canvas.get_renderer())
+    pixels = np.asarray(fig.canvas.buffer_rgba())[::-1]  # rows from the bottom, as box is
+    inside = pixels[int(box.y0) + 2 : int(box.y1) - 1, int(box.x0) + 2 : int(box.x1) - 1, :3]
+    return len({tuple(p) for p in inside.reshape(-1, 3)}) > 2
 
 
 def test_one_fill_colour_is_left_as_it_is():
