@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import pathlib
 import re
 import subprocess
 import sys
 
 from dpkit.plumbing import procs
+from tests.support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMMANDS = ("devices", "bench", "task", "doctor")
 
 

@@ -9,7 +9,6 @@ same batches, TensorFlow's own TF_CONFIG resolver, the checkpoint read back by T
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -20,8 +19,7 @@ from dpkit import checking, tasks
 from dpkit.plumbing import contract
 from tests.support.cluster_runs import ASYNC_200_ACCURACY, final_record, read_checkpoint
 from tests.support.machine import free_port
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.support.paths import ROOT
 
 
 def test_the_command_line_exits_2_with_the_error_before_importing_tensorflow():

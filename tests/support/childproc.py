@@ -6,11 +6,9 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 from dpkit.plumbing import procs
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
 
 
 def run(code: str, timeout: float = 180) -> dict:

@@ -8,7 +8,8 @@ import resource
 from collections import Counter, defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 ROOMS = ("unit", "process", "notebooks", "repo")
 DURATIONS = ROOT / "tests" / "durations.json"
 

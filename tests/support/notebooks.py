@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 sys.path.insert(0, str(ROOT / "tools"))
 
 import make_exercises  # noqa: E402, F401  (re-exported for the tests)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pathlib
 import re
 import sys
 import types
@@ -11,8 +10,8 @@ import pytest
 
 from dpkit import devices
 from dpkit.cli import main as cli
+from tests.support.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMMANDS = ("devices", "bench", "task", "doctor")
 
 
