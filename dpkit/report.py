@@ -147,6 +147,13 @@ class Result:
         return cls(**{k: v for k, v in values.items() if k in known})
 
 
+def _umask() -> int:
+    """This process's umask (reading it means setting it; it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @dataclass
 class Report:
     """The results of a sweep (one :class:`Result` per device count, in the order they ran),
@@ -258,14 +265,20 @@ class Report:
         }
 
     def save(self, path: str) -> None:
-        """Write the results as JSON, atomically (a crash never leaves half a file)."""
+        """Write the results as JSON, atomically (a crash never leaves half a file), readable
+        as any file this process writes (its plot too). The folder must exist."""
         directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
+        if not os.path.isdir(directory):
+            raise ValueError(
+                f"cannot save the results to {path}: the folder {directory} does not exist; "
+                "create it first or choose another path."
+            )
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".bench-", suffix=".json")
         try:
             with os.fdopen(fd, "w") as f:
                 json.dump(self.as_dict(), f, indent=1)
                 f.write("\n")
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: as open() would instead
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)

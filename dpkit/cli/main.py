@@ -22,9 +22,11 @@ def program_name() -> str:
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
+    import dpkit
     from dpkit import bench, devices
 
     parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").partition("\n\n")[2])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {dpkit.__version__}")
     commands = parser.add_subparsers(
         title="commands", dest="command", metavar="COMMAND", required=True
     )
@@ -120,6 +122,13 @@ def _bench(args: argparse.Namespace):
     config = {name: getattr(args, name) for name in (*fields, "timeout")}
     scaling = "weak" if args.weak else "strong"
     sweep = bench.Sweep(counts, scaling=scaling, measure_peak=not args.no_peak, **config)
+    for flag, path in (("--out", args.out), ("--plot", args.plot)):
+        folder = os.path.dirname(os.path.abspath(path)) if path else None
+        if folder and not os.path.isdir(folder):  # checked before any child starts
+            raise ValueError(
+                f"{flag} {path}: the folder {folder} does not exist; create it first "
+                f"(mkdir -p {folder}) or give a path in a folder that does."
+            )
 
     def work() -> int:
         first = sweep.configs[0]
@@ -138,6 +147,8 @@ def _bench(args: argparse.Namespace):
         report = sweep.report
         print("\n" + report.table())
         if report.results:
+            if not args.out:  # only the default folder is made (--out's must exist: checked)
+                default.parent.mkdir(parents=True, exist_ok=True)
             report.save(stem)
             png = args.plot or os.path.splitext(stem)[0] + ".png"
             report.plot().savefig(png, dpi=110)

@@ -3,6 +3,7 @@ interrupted children, the scaling arithmetic, and the command line."""
 
 import json
 import os
+import stat
 
 import pytest
 
@@ -104,12 +105,26 @@ def test_weak_scaling_grows_the_global_batch():
 
 def test_results_survive_a_save_and_load(tmp_path):
     report = bench.Report(results=[_result(1, 1000.0), _result(2, 1800.0)], peak_flops_per_sec=2e9)
-    path = tmp_path / "out" / "sweep.json"
+    path = tmp_path / "sweep.json"
     report.save(path)
     assert sorted(os.listdir(path.parent)) == ["sweep.json"]  # no temporary file left
     loaded = bench.Report.load(path)
     assert loaded.as_dict() == report.as_dict()
     assert loaded.rows() == report.rows()
+
+
+def test_results_are_readable_like_any_file_this_process_writes(tmp_path):
+    """mkstemp makes 0600 files; the plot beside the results is written by open()."""
+    bench.Report(results=[_result(1, 1000.0)]).save(tmp_path / "sweep.json")
+    (tmp_path / "sweep.png").write_bytes(b"")
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes["sweep.json"] == modes["sweep.png"], modes
+
+
+def test_saving_into_a_missing_folder_says_so_and_makes_nothing(tmp_path):
+    with pytest.raises(ValueError, match="the folder .*missing does not exist; create it first"):
+        bench.Report(results=[_result(1, 1000.0)]).save(tmp_path / "missing" / "sweep.json")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_loading_something_else_says_what_the_file_should_be(tmp_path):

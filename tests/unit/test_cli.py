@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+import dpkit
 from dpkit import devices
 from dpkit.cli import main as cli
 from tests.support.paths import ROOT
@@ -100,3 +101,18 @@ def test_task_hands_every_argument_to_the_task_program(monkeypatch):
     argv = ["--job_name=worker", "--task_index=1", "--help"]
     assert cli.main(["task", *argv], prog="dpkit") == 7
     assert calls == [(argv, "dpkit task")]
+
+
+def test_version_prints_the_package_version(capsys):
+    assert cli.main(["--version"], prog="dpkit") == 0
+    assert capsys.readouterr().out.strip() == f"dpkit {dpkit.__version__}"
+
+
+@pytest.mark.parametrize("flag", ["--out", "--plot"])
+def test_an_output_in_a_missing_folder_is_a_usage_error_and_nothing_is_made(tmp_path, capsys, flag):
+    missing = tmp_path / "not" / "there"
+    code = cli.main(["bench", "--devices", "1", flag, str(missing / "x.json")], prog="dpkit")
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"dpkit bench: error: {flag} " in err and f"the folder {missing} does not exist" in err
+    assert list(tmp_path.iterdir()) == []  # no folder made, no child started
