@@ -2,8 +2,12 @@
 
 `tests/notebooks/test_wrong_answers.py` uses this: executing the whole
 notebook once per wrong answer would take minutes, so the notebook runs once and each
-answer re-runs only the cells from its answer cell to its check cell; before the next
-answer those cells run again as written, so that it starts from the solution's state.
+answer re-runs only the cells from its answer cell to its check cell. The cells an answer
+ran are "dirty"; before a later answer, the dirty cells above its own answer cell run again
+as written, so that it starts from the solution's state. Dirty cells that the next answer
+runs itself are not run twice: exercise 08's answers 3 each start a cluster of four
+TensorFlow processes, and cleaning up after one only to start the same cluster again for
+the next doubled the cost of that exercise's table.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ class AnswerKernel:
             resources={"metadata": {"path": str(path.parent)}},
         )
         self._kernel = None
-        self._restore: list[int] = []  # cells to run as written before the next attempt
+        self._dirty: set[int] = set()  # cells an attempt ran after its wrong answer
 
     def __enter__(self) -> AnswerKernel:
         self._kernel = self.client.setup_kernel()
@@ -122,12 +126,12 @@ class AnswerKernel:
         """Put `wrong` in its answer cell, run on to its check cell; return the check's outcome.
 
         The cells in between run too (a later answer may build on this one); check cells
-        other than the target are skipped. The cells that prepare the answer (after the
-        check or answer before it: exercise 08's free ports and fresh log folder) run again
-        first, so that each attempt starts from what they make, not from what an earlier
-        attempt left there; the notebook's set-up, before its first check, runs only once.
-        The next attempt first runs all these cells again as written (after the last attempt
-        nothing needs them, so they are not run).
+        other than the target are skipped. First, every cell above the answer cell that an
+        earlier attempt left dirty runs again as written, and so do the cells that prepare
+        the answer (after the check or answer before it: exercise 08's free ports and fresh
+        log folder), in notebook order, so that each attempt starts from what they make, not
+        from what an earlier attempt left there; the notebook's set-up, before its first
+        check, runs only once.
         """
         if not 1 <= wrong.answer <= len(self.answers):
             raise ValueError(f"{self.path.name} has no answer {wrong.answer}")
@@ -138,17 +142,21 @@ class AnswerKernel:
             raise ValueError(f"check {wrong.check} comes before answer {wrong.answer}")
         between = [i for i in range(start + 1, stop) if not check_name(self.nb.cells[i])]
         source = wrong.swapped_into(nbio.code_source(self.nb.cells[start]))
-        restore, self._restore = self._restore, []
-        for index in restore:
+        for index in cleaning(self._dirty, self._prelude(start), start):
             self._run(index)
-        prelude = self._prelude(start)
-        self._restore = [*prelude, start, *between]
-        for index in prelude:
-            self._run(index)
+        # Dirty from here on: this answer, the cells after it up to its check, and the cells
+        # an earlier attempt left dirty below the check (nothing has run them since).
+        self._dirty = {i for i in self._dirty if i > stop} | {start, *between}
         self._run(start, source)
         for index in between:
             self._run(index)
         return outcome(self._run(stop))
+
+
+def cleaning(dirty: set[int], prelude: list[int], start: int) -> list[int]:
+    """The cells to run as written before an attempt at the answer in cell `start`: the
+    dirty cells above it and the cells that prepare it, in notebook order."""
+    return sorted({i for i in dirty if i < start} | set(prelude))
 
 
 def compared(outputs) -> list:
