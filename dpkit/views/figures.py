@@ -7,15 +7,19 @@ built from it (``make site``) and a screen reader all have words for the picture
 in the cell that draws it. ``tools/alt_text.py`` copies each cell's ``alt=`` text into its
 stored image outputs; ``tests/repo/test_figures.py`` checks every image a lesson stores has it.
 
-Before showing, :func:`show` gives the bars of each fill colour a hatch pattern of their own
-(the same pattern in the legend), so that stacked bars and coloured timelines can be told
-apart in grey or by a reader who does not see the colours.
+Before showing, :func:`show` gives the bars of each fill colour a hatch pattern of their own,
+and the labelled lines of one plot that differ only in colour a line style each (the legend
+follows), so that stacked bars, coloured timelines and families of curves can be told apart
+in grey or by a reader who does not see the colours.
 """
 
 from __future__ import annotations
 
 #: Hatch patterns given to fill colours, in order of first appearance.
 HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--", "**", "||")
+
+#: Line styles given to lines that differ only in colour, after the first of them.
+LINE_STYLES = ("--", ":", "-.", (0, (8, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1)))
 
 #: The output metadata key a figure's alt text is stored under (per MIME type).
 MIME = "image/png"
@@ -72,6 +76,41 @@ def hatch_by_colour(fig) -> dict:
     return colours
 
 
+def style_by_line(fig) -> int:
+    """Labelled lines (and outline steps) of one axes that share a line style, marker and
+    width, so differ only in colour, get line styles of their own, the legend too; the first
+    of each such group keeps its style, and styles already in the axes are not reused.
+    Returns how many lines changed."""
+    from matplotlib.patches import StepPatch
+
+    changed = 0
+    for ax in fig.axes:
+        curves = [line for line in ax.get_lines() if line.get_linestyle() not in ("None", "")]
+        curves += [p for p in ax.patches if isinstance(p, StepPatch) and not p.get_fill()]
+        labelled = [c for c in curves if not c.get_label().startswith("_")]
+        used = {str(c.get_linestyle()) for c in curves}
+        free = [style for style in LINE_STYLES if str(style) not in used]
+        groups: dict = {}
+        for curve in labelled:
+            marker = curve.get_marker() if hasattr(curve, "get_marker") else None
+            key = (str(curve.get_linestyle()), marker, round(curve.get_linewidth(), 2))
+            groups.setdefault(key, []).append(curve)
+        legend = ax.get_legend()
+        handles = {}
+        if legend:
+            handles = {t.get_text(): h for t, h in zip(legend.texts, legend.legend_handles)}
+        for members in groups.values():
+            for curve in members[1:]:
+                if not free:
+                    break
+                style = free.pop(0)
+                curve.set_linestyle(style)
+                if curve.get_label() in handles and handles[curve.get_label()] is not None:
+                    handles[curve.get_label()].set_linestyle(style)
+                changed += 1
+    return changed
+
+
 def show(fig, alt: str) -> None:
     """Display ``fig`` below the cell as a PNG carrying ``alt`` as its alt text, then close it.
 
@@ -83,6 +122,7 @@ def show(fig, alt: str) -> None:
 
     alt = _need_alt(alt)
     hatch_by_colour(fig)
+    style_by_line(fig)
     display(fig, metadata={MIME: {"alt": alt}})
     plt.close(fig)
 

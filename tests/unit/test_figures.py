@@ -111,3 +111,32 @@ def test_one_fill_colour_is_left_as_it_is():
     assert figures.hatch_by_colour(fig) == {}
     assert all(p.get_hatch() is None for p in ax.patches)
     plt.close(fig)
+
+
+def test_lines_that_differ_only_in_colour_get_styles_of_their_own_in_the_legend_too():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="correct")
+    ax.plot([0, 1], [1, 0], label="averaged twice")
+    ax.plot([0, 1], [0.5, 0.5], "--", color="grey", label="ideal")  # already its own style
+    ax.plot([0, 1], [0.2, 0.3], "o-", label="measured")  # a marker tells it apart
+    ax.plot([0, 1], [0.9, 0.9], lw=3, label="average")  # so does its width
+    ax.legend()
+    assert figures.style_by_line(fig) == 1
+    styles = [line.get_linestyle() for line in ax.get_lines()]
+    assert styles[0] == "-" and styles[1] not in ("-", "--") and styles[2:] == ["--", "-", "-"]
+    shown = {
+        t.get_text(): h.get_linestyle()
+        for t, h in zip(ax.get_legend().texts, ax.get_legend().legend_handles)
+    }
+    assert shown["averaged twice"] == styles[1] and shown["correct"] == "-"
+    plt.close(fig)
+
+
+def test_outline_steps_of_two_histograms_are_told_apart():
+    fig, ax = plt.subplots()
+    ax.stairs([1, 2, 1], [0, 1, 2, 3], label="step 0")
+    ax.stairs([2, 1, 2], [0, 1, 2, 3], label="step 100")
+    assert figures.style_by_line(fig) == 1
+    first, second = ax.patches
+    assert first.get_linestyle() in ("-", "solid") and second.get_linestyle() not in ("-", "solid")
+    plt.close(fig)
