@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 
 from dpkit import devices
 from dpkit.plumbing import checks, contract, procs
-from dpkit.report import DATASETS, MODELS, STRATEGIES, Config, Report, Result  # noqa: F401
+from dpkit.report import (  # noqa: F401
+    DATASETS,
+    MODELS,
+    STRATEGIES,
+    Config,
+    Report,
+    Result,
+    spelled,
+)
 
 
 @dataclass(frozen=True)

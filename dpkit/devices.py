@@ -140,6 +140,12 @@ def count(n, what: str = "setup(n): n", example: str = "e.g. devices.setup(2)") 
     return checks.whole(n, what, 1, example, maximum=MAX_DEVICES)
 
 
+def memory_mb(value, what: str = "gpu_memory_mb") -> int:
+    """``value`` as an int if it is a whole number of megabytes >= 1 (each logical GPU's
+    memory when a GPU is split), else a ``ValueError`` naming ``what``."""
+    return checks.whole(value, what, 1, f"megabytes, e.g. the default {DEFAULT_GPU_MEMORY_MB}")
+
+
 def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> Plan:
     """Decide which case applies for ``n`` devices on a machine with ``num_gpus`` GPUs.
 
@@ -149,8 +155,7 @@ def plan(n: int, num_gpus: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -
     """
     n = count(n)
     num_gpus = checks.whole(num_gpus, "plan(): num_gpus", 0)
-    mb = f"megabytes, e.g. the default {DEFAULT_GPU_MEMORY_MB}"
-    gpu_memory_mb = checks.whole(gpu_memory_mb, "gpu_memory_mb", 1, mb)
+    gpu_memory_mb = memory_mb(gpu_memory_mb)
     if num_gpus >= n:
         return Plan(n, "physical_gpus", "GPU", physical_index=tuple(range(n)))
     if num_gpus >= 1:

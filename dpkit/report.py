@@ -15,6 +15,8 @@ Scaling, from the results of a sweep:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import json
 import os
@@ -33,6 +35,34 @@ COLUMNS = ("devices", "global batch", "examples/sec", "spread", "speed-up", "eff
 
 #: Results file format version (:meth:`Report.save` / :meth:`Report.load`).
 FORMAT_VERSION = 1
+
+
+#: The whole-number fields of a :class:`Config`: (the smallest allowed, an example).
+WHOLE_FIELDS = {
+    "batch": (1, 256),
+    "warmup_steps": (0, 5),
+    "window_steps": (1, 5),
+    "windows": (1, 5),
+}
+
+
+def python_spelling(name: str, value=None) -> str:
+    """How a Python caller writes a field: ``batch``, or ``batch=256`` with a value."""
+    return name if value is None else f"{name}={value}"
+
+
+_SPELLING = contextvars.ContextVar("spelling", default=python_spelling)
+
+
+@contextlib.contextmanager
+def spelled(spell):
+    """Inside ``with spelled(spell):`` a Config's errors word its fields with ``spell``
+    (the command line's flags, ``--batch 256``, instead of ``batch=256``)."""
+    token = _SPELLING.set(spell)
+    try:
+        yield
+    finally:
+        _SPELLING.reset(token)
 
 
 @dataclass(frozen=True)
@@ -67,18 +97,19 @@ class Config:
     def steps(self) -> int:
         return self.warmup_steps + self.window_steps * self.windows
 
-    def validate(self) -> None:
-        """Raise ``ValueError`` naming the problem and the fix; no TensorFlow involved."""
-        checks.one_of(self.model, MODELS, "model")
-        checks.one_of(self.strategy, STRATEGIES, "strategy")
-        checks.one_of(self.dataset, DATASETS, "dataset")
-        devices.count(
-            self.devices, "devices", "e.g. devices=2 (or --devices 1 2 4 on the command line)"
-        )
-        checks.whole(self.batch, "batch", 1, "e.g. batch=256")
-        checks.whole(self.warmup_steps, "warmup_steps", 0, "e.g. warmup_steps=5")
-        checks.whole(self.window_steps, "window_steps", 1, "e.g. window_steps=5")
-        checks.whole(self.windows, "windows", 1, "e.g. windows=5")
+    def validate(self, spell=None) -> None:
+        """Raise ``ValueError`` naming the problem and the fix; no TensorFlow involved.
+
+        ``spell(name, value=None)`` words a field in the messages (and ``name value`` in
+        their examples): Python's ``batch=256`` unless :func:`spelled` says otherwise (the
+        command line words them as its flags, ``--batch 256``)."""
+        spell = spell or _SPELLING.get()
+        checks.one_of(self.model, MODELS, spell("model"))
+        checks.one_of(self.strategy, STRATEGIES, spell("strategy"))
+        checks.one_of(self.dataset, DATASETS, spell("dataset"))
+        devices.count(self.devices, spell("devices"), f"e.g. {spell('devices', 2)}")
+        for name, (low, example) in WHOLE_FIELDS.items():
+            checks.whole(getattr(self, name), spell(name), low, f"e.g. {spell(name, example)}")
         if self.strategy == "single" and self.devices != 1:
             raise ValueError(
                 f"strategy 'single' trains on one device, but devices={self.devices}; use "
@@ -88,7 +119,7 @@ class Config:
             over = f"over {self.devices} devices"
             weak = ", or weak scaling (a per-device batch) instead"
             checks.divides(self.batch, self.devices, f"a global batch of {self.batch}", over, weak)
-        checks.positive_seconds(self.timeout, "timeout")
+        checks.positive_seconds(self.timeout, spell("timeout"))
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

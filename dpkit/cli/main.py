@@ -102,10 +102,18 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
+def flag_spelling(name: str, value=None) -> str:
+    """How the command line writes a setting: ``--warmup-steps``, or ``--batch 256``."""
+    flag = "--" + name.replace("_", "-")
+    return flag if value is None else f"{flag} {value}"
+
+
 def _devices(args: argparse.Namespace):
     from dpkit import devices
 
-    devices.plan(args.n, 0, gpu_memory_mb=args.gpu_memory_mb)  # checks n and the memory
+    devices.count(args.n, "-n", "e.g. -n 2")  # the rules setup() applies, worded as flags
+    devices.memory_mb(args.gpu_memory_mb, "--gpu-memory-mb")
+    devices.plan(args.n, 0, gpu_memory_mb=args.gpu_memory_mb)
 
     def work() -> int:
         print(devices.describe(devices.setup(args.n, gpu_memory_mb=args.gpu_memory_mb)))
@@ -115,13 +123,18 @@ def _devices(args: argparse.Namespace):
 
 
 def _bench(args: argparse.Namespace):
-    from dpkit import bench, summaries
+    from dpkit import bench, devices, summaries
 
-    counts = bench.powers_of_two(args.up_to) if args.up_to is not None else args.devices
+    if args.up_to is not None:
+        devices.count(args.up_to, "--up-to", "e.g. --up-to 4")
+        counts = bench.powers_of_two(args.up_to)
+    else:
+        counts = [devices.count(n, "--devices", "e.g. --devices 1 2 4") for n in args.devices]
     fields = ("model", "strategy", "batch", "dataset", "warmup_steps", "window_steps", "windows")
     config = {name: getattr(args, name) for name in (*fields, "timeout")}
     scaling = "weak" if args.weak else "strong"
-    sweep = bench.Sweep(counts, scaling=scaling, measure_peak=not args.no_peak, **config)
+    with bench.spelled(flag_spelling):  # a Config's errors name the flags
+        sweep = bench.Sweep(counts, scaling=scaling, measure_peak=not args.no_peak, **config)
     for flag, path in (("--out", args.out), ("--plot", args.plot)):
         folder = os.path.dirname(os.path.abspath(path)) if path else None
         if folder and not os.path.isdir(folder):  # checked before any child starts

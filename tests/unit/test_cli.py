@@ -9,7 +9,7 @@ import types
 import pytest
 
 import dpkit
-from dpkit import devices
+from dpkit import bench, devices
 from dpkit.cli import main as cli
 from tests.support.paths import ROOT
 
@@ -116,3 +116,30 @@ def test_an_output_in_a_missing_folder_is_a_usage_error_and_nothing_is_made(tmp_
     assert code == 2, err
     assert f"dpkit bench: error: {flag} " in err and f"the folder {missing} does not exist" in err
     assert list(tmp_path.iterdir()) == []  # no folder made, no child started
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["devices", "-n", "99"], "-n must be a whole number from 1 to 64, got 99"),
+        (["devices", "--gpu-memory-mb", "0"], "--gpu-memory-mb must be a whole number >= 1"),
+        (["bench", "--devices", "1", "0"], "--devices must be a whole number from 1 to 64, got 0"),
+        (["bench", "--up-to", "100"], "--up-to must be a whole number from 1 to 64, got 100"),
+        (["bench", "--batch", "0"], "--batch must be a whole number >= 1, got 0; e.g. --batch 256"),
+        (["bench", "--warmup-steps", "-1"], "--warmup-steps must be a whole number >= 0"),
+        (["bench", "--windows", "0"], "--windows must be a whole number >= 1"),
+        (["bench", "--timeout", "-1"], "--timeout must be a positive number of seconds"),
+    ],
+)
+def test_a_bad_value_is_named_by_its_flag_not_the_python_argument(capsys, argv, says):
+    assert cli.main(argv, prog="dpkit") == 2
+    err = capsys.readouterr().err
+    assert says in err, err
+    assert not re.search(r"\b(setup\(n\)|gpu_memory_mb|warmup_steps|up_to)\b|\w=\d", err), err
+
+
+def test_python_callers_still_read_python_names():
+    with pytest.raises(ValueError, match=r"warmup_steps must be .*; e\.g\. warmup_steps=5"):
+        bench.Config(warmup_steps=-1)
+    with pytest.raises(ValueError, match=r"^gpu_memory_mb must be"):
+        devices.plan(2, 0, gpu_memory_mb=0)
