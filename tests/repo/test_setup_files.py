@@ -223,8 +223,11 @@ def test_protobuf_stays_below_7_while_tensorflow_2_20_is_supported(project, tf_r
 
 
 def test_the_lab_extra_brings_jupyter_server_proxy(project):
-    lab = {Requirement(r).name for r in project["optional-dependencies"]["lab"]}
-    assert {"jupyter-server-proxy", "jupyterlab", "ipywidgets"} <= lab
+    lab = {Requirement(r).name: Requirement(r) for r in project["optional-dependencies"]["lab"]}
+    assert {"jupyter-server-proxy", "jupyterlab", "ipywidgets"} <= set(lab)
+    # CVE-2024-28179: before 4.1.1 its websocket proxy did not check authentication
+    proxy = lab["jupyter-server-proxy"].specifier
+    assert not proxy.contains("4.1.0") and proxy.contains("4.1.1"), proxy
 
 
 @pytest.mark.parametrize("name", ["postBuild", "start"])
