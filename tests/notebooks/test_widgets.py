@@ -1,4 +1,6 @@
-"""dpkit.views.widgets in a kernel driven the way JupyterLab drives it, and its text fallback."""
+"""dpkit.views.widgets with real sweeps: the text fallback's progress and table, and the panel
+and live_sweep in a kernel driven the way JupyterLab drives it (rendered, run, updated in
+place, Stop kills the child). Without a kernel: tests/unit/test_widgets.py."""
 
 import re
 

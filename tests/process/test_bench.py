@@ -1,5 +1,7 @@
-"""dpkit.bench: checks before any child starts, real sweeps, hung, crashed, stopped and
-interrupted children, the scaling arithmetic, and the command line."""
+"""dpkit.bench with real children: the command line's usage error and help, a sweep of 1, 2 and
+4 devices that reports those counts, and hung, crashed, contract-breaking, stopped and
+interrupted children killed or reported, their PIDs gone. The arithmetic and input checks in
+this process: tests/unit/test_bench.py."""
 
 import os
 import signal

@@ -1,7 +1,7 @@
-"""dpkit.calibrate: the ring-model fit recovers alpha and beta from times made with NumPy by
-the hand-written formula; bad input is refused before any process starts; a real measurement
-between two pinned workers gives a latency, a bandwidth and times that grow with size, and
-leaves no child behind."""
+"""dpkit.calibrate with two pinned worker processes: a real measurement gives a latency, a
+bandwidth and times that grow with size, fitted as fit_alpha_beta fits the medians, and leaves
+no child behind; a worker that fails is reported and reaped. The fit:
+tests/unit/test_calibrate.py."""
 
 import math
 

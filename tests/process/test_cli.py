@@ -1,4 +1,5 @@
-"""The command line (``dpkit`` / ``python -m dpkit``): one router, its names and exit codes."""
+"""``python -m dpkit --help`` run as a child process: exit 0, the usage line under that name,
+and each command listed once. The router called in this process: tests/unit/test_cli.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""dpkit.cluster: tasks up and down with no orphans, ports retried, real PS training."""
+"""dpkit.cluster with task processes: up and down with no orphans (also after Ctrl-C, kill -9
+and an nbval cell timeout), ports retried, tasks killed and restarted, and real
+ParameterServerStrategy training that runs every scheduled step and resumes from its last
+checkpoint. The argument checks: tests/unit/test_cluster.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""dpkit.devices: the three cases, idempotence, and the errors a learner meets."""
+"""dpkit.devices.setup in a fresh process: the CPU split against TensorFlow's own listing and an
+op placed where asked; idempotence; the restart message for another n or after TensorFlow
+started; the command line's exit code for a bad count. Plans and GPU cases:
+tests/unit/test_devices.py."""
 
 import subprocess
 import sys

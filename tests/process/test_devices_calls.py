@@ -1,9 +1,6 @@
-"""dpkit.devices.Plan.calls: the printed tf.config calls are the ones setup makes.
-
-Two independent references: a stand-in for ``tf.config`` that records what ``setup``
-really calls (the GPU cases, which this machine cannot run), and TensorFlow's own
-device listing after the printed CPU recipe is executed in a fresh process.
-"""
+"""dpkit.devices.Plan.calls for CPUs: the printed recipe, executed in a fresh process, gives
+TensorFlow's own device listing the devices setup reports. The GPU calls against a recording
+stand-in: tests/unit/test_devices_calls.py."""
 
 from tests.support import childproc
 

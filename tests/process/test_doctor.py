@@ -1,10 +1,7 @@
-"""``python -m dpkit doctor``: the report on this machine, and checks that can fail.
-
-References: the doctor's own gaps are read from its report and held against the tolerance
-here; a child with a planted bug (gradients summed instead of averaged, the off-by-N a
-learner makes) must make checks a and b FAILED and the exit code 1; the pieces are tested
-with fakes and hand-made arrays, without starting TensorFlow's runtime.
-"""
+"""``python -m dpkit doctor`` run as a child on this machine: exit 0, checks a-e ok or skipped,
+the towers' and mirrored gaps under the bar its report states, the CPU plans and throughput;
+a child with a planted bug (gradients summed, not averaged) gets a and b FAILED and exit
+code 1. The pieces, with fakes: tests/unit/test_doctor.py."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The task launcher (``python -m dpkit task``): its checks, and training runs it drives.
-
-Bad flags: every mistake the issue names (unknown job, index out of range, host list empty
-or malformed, port not a number) and the inconsistent combinations get their own case,
-checked for the words that name the problem. Training: each flavour runs as separate
-processes on loopback and is checked against an independent reference (NumPy SGD on the
-same batches, TensorFlow's own TF_CONFIG resolver, the checkpoint read back by TF).
-"""
+"""The task launcher (``python -m dpkit task``) in child processes on loopback: a bad index
+exits 2 before TensorFlow is imported; mirrored workers against NumPy SGD on the same batches,
+and resumed; ParameterServerStrategy and TF1 runs against the checkpoint read back by TF.
+Its flag and TF_CONFIG checks: tests/unit/test_launcher.py."""
 
 from __future__ import annotations
 

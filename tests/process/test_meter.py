@@ -1,4 +1,5 @@
-"""dpkit.meter against steps of known duration, and its own cost."""
+"""dpkit.meter.OtherLoad against a real busy loop in a process that is not our descendant: it
+is counted, and the machine is not called quiet. In this process: tests/unit/test_meter.py."""
 
 import time
 

@@ -1,5 +1,6 @@
-"""dpkit.pinned: bad input refused before any process starts; a real run of pinned workers
-ends with the same weights in every worker and the same as one process on the whole batch."""
+"""dpkit.pinned with real pinned worker processes: every worker ends with the same weights, the
+same (rel 1e-4) as one process on the whole batch; a worker that fails is reported and
+reaped. Argument checks and arithmetic: tests/unit/test_pinned.py."""
 
 import pytest
 

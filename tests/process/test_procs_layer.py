@@ -1,5 +1,6 @@
-"""dpkit.plumbing.procs, the one child-process layer: records, grace at close, kill once, and the
-review's regressions (TF1 flag errors keep the flag; timeouts may be infinite)."""
+"""dpkit.plumbing.procs.Child with real children: closed with grace, a child gets SIGTERM first
+(without, it does not); kill reaps once, a second kill sends no signal, and nothing is left
+live. Records and ports: tests/unit/test_procs_layer.py."""
 
 import queue
 import sys

@@ -1,4 +1,7 @@
-"""dpkit.tasks: the process group runner, and the MultiWorkerMirroredStrategy program."""
+"""dpkit.tasks with real task processes: MultiWorkerMirroredStrategy workers against one device
+on the whole batch in plain TensorFlow; a failing task reported with its stderr and the others
+killed; a timeout, or the death of the process that started it, leaves no task. The argument
+checks: tests/unit/test_tasks.py."""
 
 from __future__ import annotations
 

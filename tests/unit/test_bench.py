@@ -1,5 +1,7 @@
-"""dpkit.bench: checks before any child starts, real sweeps, hung, crashed, stopped and
-interrupted children, the scaling arithmetic, and the command line."""
+"""dpkit.bench in this process: bad input refused before any child starts (Popen made to fail),
+the scaling arithmetic (speedup, efficiency, MFU) against numbers worked out by hand, results
+saved and loaded, and the plot's ideal line. Real sweeps and children:
+tests/process/test_bench.py."""
 
 import json
 import os

@@ -1,7 +1,7 @@
-"""dpkit.calibrate: the ring-model fit recovers alpha and beta from times made with NumPy by
-the hand-written formula; bad input is refused before any process starts; a real measurement
-between two pinned workers gives a latency, a bandwidth and times that grow with size, and
-leaves no child behind."""
+"""dpkit.calibrate in this process: the ring-model fit recovers alpha and beta from times made
+with NumPy by the hand-written formula (and agrees with SciPy's NNLS where a free fit goes
+negative); bad input refused before any process starts; predictions, JSON, table and plot.
+A real measurement: tests/process/test_calibrate.py."""
 
 import json
 import math

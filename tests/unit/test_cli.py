@@ -1,4 +1,7 @@
-"""The command line (``dpkit`` / ``python -m dpkit``): one router, its names and exit codes."""
+"""The command line (``dpkit`` / ``python -m dpkit``) called in this process: help under each
+name, defaults read from the library (bench.Config, devices), usage errors (exit 2) that name
+the flag, exit codes 1 and 130, --version, and ``task`` handing every argument to the task
+program. ``python -m dpkit --help`` as a child: tests/process/test_cli.py."""
 
 from __future__ import annotations
 

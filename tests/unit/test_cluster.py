@@ -1,4 +1,6 @@
-"""dpkit.cluster: tasks up and down with no orphans, ports retried, real PS training."""
+"""dpkit.cluster's checks in this process: bad LocalCluster arguments refused, naming the fix,
+before anything starts; task names in their three spellings. Tasks up and down, faults and
+real training: tests/process/test_cluster.py."""
 
 from __future__ import annotations
 

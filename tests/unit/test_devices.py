@@ -1,4 +1,7 @@
-"""dpkit.devices: the three cases, idempotence, and the errors a learner meets."""
+"""dpkit.devices in this process: the case each machine gets, the GPU calls setup makes (a
+stand-in for ``tf.config``), the spread over every GPU against the rule written another way,
+and the errors for bad counts and memory. setup in a fresh TensorFlow:
+tests/process/test_devices.py."""
 
 from types import SimpleNamespace
 

@@ -1,9 +1,6 @@
-"""dpkit.devices.Plan.calls: the printed tf.config calls are the ones setup makes.
-
-Two independent references: a stand-in for ``tf.config`` that records what ``setup``
-really calls (the GPU cases, which this machine cannot run), and TensorFlow's own
-device listing after the printed CPU recipe is executed in a fresh process.
-"""
+"""dpkit.devices.Plan.calls for GPUs, in this process: the printed tf.config calls are the ones
+setup makes, recorded by a stand-in for ``tf.config`` (this machine has no GPU to run them),
+and each printed line is Python. The CPU recipe run: tests/process/test_devices_calls.py."""
 
 import ast
 from types import SimpleNamespace

@@ -1,10 +1,7 @@
-"""``python -m dpkit doctor``: the report on this machine, and checks that can fail.
-
-References: the doctor's own gaps are read from its report and held against the tolerance
-here; a child with a planted bug (gradients summed instead of averaged, the off-by-N a
-learner makes) must make checks a and b FAILED and the exit code 1; the pieces are tested
-with fakes and hand-made arrays, without starting TensorFlow's runtime.
-"""
+"""``python -m dpkit doctor``'s pieces in this process, with fakes for its checks and for
+devices.setup: exit codes 0, 1 and 130; a mismatch or a raising check FAILED with its numbers
+or reason; a failed setup said once; compare() against hand-made arrays; the GPU plans.
+The real report, and a planted bug in a child: tests/process/test_doctor.py."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The task launcher (``python -m dpkit task``): its checks, and training runs it drives.
-
-Bad flags: every mistake the issue names (unknown job, index out of range, host list empty
-or malformed, port not a number) and the inconsistent combinations get their own case,
-checked for the words that name the problem. Training: each flavour runs as separate
-processes on loopback and is checked against an independent reference (NumPy SGD on the
-same batches, TensorFlow's own TF_CONFIG resolver, the checkpoint read back by TF).
-"""
+"""The task launcher's checks (``launcher.parse``), no process: each bad flag or TF_CONFIG is
+refused with words that name the problem; flags and TF_CONFIG describe the same task, held
+against TensorFlow's own TFConfigClusterResolver; the cluster decides the flavour and roles.
+Training runs it drives: tests/process/test_launcher.py."""
 
 from __future__ import annotations
 

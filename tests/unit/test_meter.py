@@ -1,4 +1,6 @@
-"""dpkit.meter against steps of known duration, and its own cost."""
+"""dpkit.meter in this process: windows against a stopwatch read beside them and a fake clock,
+its cost per tick, the errors, and OtherLoad's arithmetic on fake CPU readings.
+A real busy loop in another process: tests/process/test_meter.py."""
 
 import time
 

@@ -1,5 +1,6 @@
-"""dpkit.plumbing.procs, the one child-process layer: records, grace at close, kill once, and the
-review's regressions (TF1 flag errors keep the flag; timeouts may be infinite)."""
+"""dpkit.plumbing.procs with no child: a stdout line is a record or a log line, a timeout may be
+infinite (not NaN), free ports bind on every interface and are never handed out twice, and
+none left says what to do. Real children: tests/process/test_procs_layer.py."""
 
 import math
 

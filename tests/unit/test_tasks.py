@@ -1,4 +1,5 @@
-"""dpkit.tasks: the process group runner, and the MultiWorkerMirroredStrategy program."""
+"""dpkit.tasks.Group's argument checks, no process: an unknown program and a bad timeout say
+what to use. Real task groups: tests/process/test_tasks.py."""
 
 from __future__ import annotations
 

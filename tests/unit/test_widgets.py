@@ -1,4 +1,6 @@
-"""dpkit.views.widgets in a kernel driven the way JupyterLab drives it, and its text fallback."""
+"""dpkit.views.widgets without a kernel: no frontend outside one, the panel's text mode prints
+the matching ``python -m dpkit bench`` command, and bad starting values are refused. In a
+kernel driven the way JupyterLab drives it: tests/notebooks/test_widgets.py."""
 
 import pytest
 
