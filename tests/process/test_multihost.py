@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from dpkit import data, tasks
+from dpkit.plumbing import contract
 from tests.support.cluster_runs import ASYNC_200_ACCURACY, final_record, read_checkpoint
 
 PORT = 2222
@@ -176,7 +177,7 @@ def test_a_worker_cut_off_stalls_parameter_server_training_and_the_rerun_resumes
     with Hosts(PS_LAYOUT) as hosts:
         with tasks.Group(timeout=150, echo=None) as group:
             start(group, hosts, PS_LAYOUT, [*run, "--stall_timeout=8"])
-            while group.wait_for("chief:0", "step")["step"] < 120:
+            while group.wait_for("chief:0", contract.TaskProgress).step < 120:
                 pass
             hosts.cut("w1")  # its cable out: no error reaches anyone, packets just vanish
             with pytest.raises(tasks.TaskFailedError) as failed:
@@ -205,7 +206,7 @@ def test_a_worker_cut_off_does_not_stop_asynchronous_tf1_training(tmp_path):
     with Hosts(TF1_LAYOUT) as hosts, tasks.Group(timeout=150, echo=None) as group:
         run = ["--tf1", f"--logdir={logdir}", "--train_steps=400", "--log_every=20"]
         start(group, hosts, TF1_LAYOUT, run)
-        while group.wait_for("worker:1", "step")["step"] < 60:
+        while group.wait_for("worker:1", contract.TaskProgress).step < 60:
             pass
         hosts.cut("w1")
         codes = group.wait()
