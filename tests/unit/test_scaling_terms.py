@@ -10,17 +10,8 @@ import numpy as np
 import pytest
 
 from dpkit import published, scaling
-from dpkit.scaling import Hardware, Link, ModelCard
-
-MODEL = ModelCard("test model", params=25_000_000, forward_flops=1e9)
-M = 25_000_000 * 4  # 1e8 bytes of gradients
-INTRA, INTER, HOST = Link(1e-6, 1e10), Link(1e-4, 1e9), Link(2e-6, 5e9)
-CLUSTER = Hardware("cluster", 1e12, devices_per_node=4, intra=INTRA, inter=INTER, host=HOST)
-ONE_NODE = Hardware("one node", 1e12, devices_per_node=8, intra=INTRA, host=HOST)
-
-
-def approx(value):
-    return pytest.approx(value, rel=1e-12, abs=1e-15)
+from dpkit.scaling import Hardware, Link
+from tests.support.scaling_cases import CLUSTER, HOST, INTER, INTRA, MODEL, ONE_NODE, M, approx
 
 
 def test_tree_bytes():
