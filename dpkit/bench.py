@@ -17,6 +17,7 @@ interpreter exit, and (it watches its parent) when the parent dies.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import numbers
@@ -50,7 +51,9 @@ class Event:
     index: int  # position of the run in its sweep (0 for a single run)
     total: int  # number of runs in the sweep
     config: Config
-    data: dict = field(default_factory=dict)  # the child's record ("ready", "peak", "window")
+    # the child's record ("ready", "peak", "window"); {"reused": True} for a "result" that an
+    # earlier run measured (Sweep's reuse)
+    data: dict = field(default_factory=dict)
     result: Result | None = None  # "result" only
     record: contract.Event | None = None  # "ready", "peak", "window": data as the contract's
 
@@ -157,6 +160,12 @@ def describe_event(event: Event) -> str:
             f"  {d.examples_per_sec:10,.0f} examples/sec  (step {d.step}/{d.of_steps})"
         )
     r = event.result
+    if event.data.get("reused"):
+        return (
+            f"{head} {n} device(s): reused the run already measured with the same settings "
+            f"(global batch {r.config.global_batch}), median {r.examples_per_sec:,.0f} "
+            f"examples/sec over {len(r.window_rates)} windows"
+        )
     if r.ok:
         return (
             f"{head} {n} device(s): done, median {r.examples_per_sec:,.0f} examples/sec "
@@ -187,6 +196,40 @@ def _device_counts(counts) -> list[int]:
     return sorted(checked)
 
 
+#: What two runs must share to be the same run: strong or weak, only the global batch counts.
+SAME_RUN = ("model", "devices", "strategy", "global_batch", "dataset", "seed")
+SAME_RUN += ("warmup_steps", "window_steps", "windows")
+
+
+def same_run(a: Config, b: Config) -> bool:
+    """Whether ``a`` and ``b`` train and measure the same thing (:data:`SAME_RUN`): a weak run
+    whose global batch equals a strong run's on as many devices is that strong run."""
+    return all(getattr(a, name) == getattr(b, name) for name in SAME_RUN)
+
+
+def _reusable(configs: list[Config], reuse) -> dict[int, Result]:
+    """``{index: result}``: the configs an earlier, successful result already measured."""
+    reuse = list(reuse)
+    for r in reuse:
+        if not isinstance(r, Result):
+            raise ValueError(
+                f"reuse takes the Results of an earlier sweep (e.g. reuse=report.results), "
+                f"got {type(r).__name__}."
+            )
+    found = {}
+    for i, config in enumerate(configs):
+        for r in reuse:
+            # a run that must measure the peak reuses only a result that measured it
+            if (
+                r.ok
+                and same_run(r.config, config)
+                and (r.peak_flops_per_sec or not config.measure_peak)
+            ):
+                found[i] = dataclasses.replace(r, window_rates=list(r.window_rates))
+                break
+    return found
+
+
 def powers_of_two(up_to: int) -> list[int]:
     """``[1, 2, 4, ...]`` up to and including ``up_to`` (which is added if not a power)."""
     up_to = checks.whole(up_to, "up_to", 1, "e.g. powers_of_two(4)")
@@ -207,13 +250,21 @@ class Sweep:
 
     ``scaling="strong"``: ``batch`` is the global batch, the same for every count;
     ``"weak"``: ``batch`` is per device, the global batch grows with ``n``. ``measure_peak``
-    measures the matmul peak in the first run, for MFU; ``**config`` holds the other
+    measures the matmul peak in the first run, for MFU; ``reuse``: results of earlier runs
+    (``report.results``), each taken over by the configuration it already measured
+    (:func:`same_run`) instead of running it again; ``**config`` holds the other
     :class:`Config` fields. A bad count, scaling or configuration raises ``ValueError`` before
     any child starts.
     """
 
     def __init__(
-        self, device_counts: Iterable[int], *, scaling: str = "strong", measure_peak=True, **config
+        self,
+        device_counts: Iterable[int],
+        *,
+        scaling: str = "strong",
+        measure_peak=True,
+        reuse: Iterable[Result] = (),
+        **config,
     ):
         if scaling not in ("strong", "weak"):
             raise ValueError(f"scaling must be 'strong' or 'weak', got {scaling!r}.")
@@ -225,6 +276,7 @@ class Sweep:
             Config(devices=n, per_device=weak, measure_peak=peak and i == 0, **config)
             for i, n in enumerate(_device_counts(device_counts))
         ]
+        self.reused = _reusable(self.configs, reuse)  # {index: result}: runs not run again
         self.report = Report(scaling=scaling)
         self._stop = threading.Event()
         self._child = None
@@ -236,12 +288,19 @@ class Sweep:
         for index, config in enumerate(self.configs):
             if self._stop.is_set():
                 break
+            if index in self.reused:
+                result = self.reused[index]
+                self.report.results.append(result)
+                if result.peak_flops_per_sec and config.measure_peak:
+                    self.report.peak_flops_per_sec = result.peak_flops_per_sec
+                yield Event("result", index, total, config, {"reused": True}, result)
+                continue
             run = _events(config, index, total, self._stop, self._set_child, self._argv)
             with contextlib.closing(run):  # leaving early kills the child now, not at GC
                 for event in run:
                     if event.kind == "result":
                         self.report.results.append(event.result)
-                        if event.result.peak_flops_per_sec:
+                        if event.result.peak_flops_per_sec and config.measure_peak:
                             self.report.peak_flops_per_sec = event.result.peak_flops_per_sec
                     yield event
 
