@@ -97,13 +97,12 @@ class Config:
     def steps(self) -> int:
         return self.warmup_steps + self.window_steps * self.windows
 
-    def validate(self, spell=None) -> None:
+    def validate(self) -> None:
         """Raise ``ValueError`` naming the problem and the fix; no TensorFlow involved.
 
-        ``spell(name, value=None)`` words a field in the messages (and ``name value`` in
-        their examples): Python's ``batch=256`` unless :func:`spelled` says otherwise (the
-        command line words them as its flags, ``--batch 256``)."""
-        spell = spell or _SPELLING.get()
+        Fields are worded as Python's ``batch=256`` unless :func:`spelled` says otherwise
+        (the command line words them as its flags, ``--batch 256``)."""
+        spell = _SPELLING.get()
         checks.one_of(self.model, MODELS, spell("model"))
         checks.one_of(self.strategy, STRATEGIES, spell("strategy"))
         checks.one_of(self.dataset, DATASETS, spell("dataset"))
