@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,35 +23,65 @@ from dpkit.plumbing import checks
 @contextlib.contextmanager
 def switched_off(module, *names: str):
     """While the block runs, calling ``module.<name>`` fails the check, for each of ``names``:
-    the functions of a dpkit module (e.g. ``dpkit.towers``) that the exercise asks the learner
-    to write."""
+    the functions and classes of a dpkit module (e.g. ``dpkit.towers``) that the exercise asks
+    the learner to write.
+
+    What is switched off is the object, not the name: a function's code is swapped for one
+    that refuses, and a class's ``__init__``, so an alias the learner made before the check
+    (``from dpkit.towers import make_parallel as mp``) refuses too.
+    """
     missing = [name for name in names if not hasattr(module, name)]
     if missing:
         raise ValueError(f"{module.__name__} has no {', '.join(missing)}; check the names.")
-
-    def refuse(name):
-        def refused(*args, **kwargs):
-            raise AssertionError(
-                f"your code calls dpkit's {module.__name__.split('.')[-1]}.{name}: "
-                "the exercise is to write it yourself"
-            )
-
-        return refused
-
-    # The same object may be re-exported by another dpkit module (bench.Report is
-    # report.Report): switch it off under that name everywhere in dpkit.
-    dpkit = [m for n, m in list(sys.modules.items()) if n.startswith("dpkit.") and m is not module]
-    saved = []
-    for name in names:
-        original = getattr(module, name)
-        for holder in [module, *(m for m in dpkit if getattr(m, name, None) is original)]:
-            saved.append((holder, name, original))
-            setattr(holder, name, refuse(name))
+    short = module.__name__.split(".")[-1]
+    undo = []
     try:
+        for name in names:
+            undo.append(_refuse(getattr(module, name), f"{short}.{name}"))
         yield
     finally:
-        for holder, name, value in saved:
-            setattr(holder, name, value)
+        for restore in reversed(undo):
+            restore()
+
+
+def _refusal(what: str):
+    """A function that fails the check, naming ``what``, whatever it is called with."""
+    message = f"your code calls dpkit's {what}: the exercise is to write it yourself"
+    scope: dict = {}
+    exec(f"def refused(*args, **kwargs):\n    raise AssertionError({message!r})\n", scope)
+    return scope["refused"]
+
+
+def _refuse(target, what: str):
+    """Make ``target`` (a function or a class) refuse to run; return what puts it back."""
+    refused = _refusal(what)
+    if isinstance(target, type):
+        had = "__init__" in vars(target)
+        saved = vars(target).get("__init__")
+        target.__init__ = refused
+
+        def restore():
+            if had:
+                target.__init__ = saved
+            else:
+                del target.__init__
+
+        return restore
+    function = getattr(target, "__func__", target)
+    if not isinstance(function, types.FunctionType) or function.__code__.co_freevars:
+        raise ValueError(
+            f"cannot switch off {what}: only module-level functions and classes can be; "
+            "switch off the function that does the work instead."
+        )
+    saved_code, saved_defaults = function.__code__, function.__defaults__
+    saved_kwdefaults = function.__kwdefaults__
+    function.__code__, function.__defaults__, function.__kwdefaults__ = refused.__code__, None, None
+
+    def restore():
+        function.__code__ = saved_code
+        function.__defaults__, function.__kwdefaults__ = saved_defaults, saved_kwdefaults
+
+    return restore
 
 
 # --- Comparing a result with a reference ---------------------------------------------

@@ -19,24 +19,16 @@ from nbgrader import api as nbgrader_api  # the grade extra: pip install -e '.[g
 
 from dpkit.plumbing import contract, procs
 from tests.support.notebooks import ROOT, SOLUTIONS, nbio
-from tests.wrong_answers import TABLES
+from tests.wrong_answers import HAND_IN, TABLES
 
 # Autograding runs whole notebooks (three times each: solution, stub, wrong answer), so
 # `make test` autogrades the one that runs quickest, exercise 05 (every exercise is released);
 # DPKIT_GRADE_ALL=1 autogrades every exercise (`make test-grading`).
 QUICKEST = "05_throughput_and_scaling.ipynb"
 GRADED = [p.name for p in SOLUTIONS] if os.environ.get("DPKIT_GRADE_ALL") else [QUICKEST]
-# The wrong answer each graded notebook is handed in with: it must lose one check's points.
-WRONG_WHY = {
-    "01_one_device.ipynb": "constant decay, no update count",
-    "02_towers.ipynb": "every tower on the whole batch",
-    "03_gradient_averaging.ipynb": "no towers, one big batch",
-    "04_all_reduce_and_mirrored.ipynb": "sum on device 0 and copy back",
-    "05_throughput_and_scaling.ipynb": "mean instead of median",
-    "06_tensorboard.ipynb": "sample standard deviation",
-    "07_parameter_servers.ipynb": "first variable on task 1",
-    "08_beyond_one_machine.ipynb": "save_counter, not the step",
-}
+# The wrong answer each graded notebook is handed in with (tests/wrong_answers/exNN.HAND_IN):
+# it must lose one check's points.
+WRONG_WHY = HAND_IN
 
 
 ASSIGNMENT = "dpkit"  # one assignment holding every exercise notebook
@@ -139,6 +131,10 @@ def test_the_release_is_the_exercise_with_nbgraders_stubs(course, path):
             assert theirs_source == mine_source
         meta = theirs.metadata["nbgrader"]
         assert meta["solution"] or meta["locked"], "every cell but the answers is read-only"
+    # The folded hints reach the learner: nbgrader keeps markdown cells as they are.
+    hints = [c.source for c in ours.cells if c.cell_type == "markdown" and nbio.has_tag(c, "hints")]
+    kept = {c.source for c in released.cells if c.cell_type == "markdown"}
+    assert hints and all(h in kept for h in hints), f"{path.name}: the release drops hints"
 
 
 @pytest.mark.parametrize("name", GRADED)

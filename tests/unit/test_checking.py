@@ -43,6 +43,41 @@ def test_a_re_exported_name_is_switched_off_where_it_lives_too():
     assert bench.Report is report.Report and report.Report.__name__ == "Report"
 
 
+def test_an_alias_made_before_the_check_refuses_too():
+    """A learner's `from dpkit.towers import make_parallel as mp` must not get round it."""
+    from dpkit import bench
+    from dpkit.report import Report as MyReport
+    from dpkit.towers import make_parallel as mp
+
+    with checking.switched_off(towers, "make_parallel"), checking.switched_off(bench, "Report"):
+        with pytest.raises(AssertionError, match="towers.make_parallel: .*yourself"):
+            mp(lambda x: x, ["/cpu:0"], x=np.zeros((2, 1)))
+        with pytest.raises(AssertionError, match="bench.Report: .*yourself"):
+            MyReport([])
+    assert mp is towers.make_parallel and mp.__code__.co_name == "make_parallel"
+    assert "refused" not in MyReport.__init__.__qualname__
+
+
+def test_what_cannot_be_switched_off_is_named():
+    def outer():
+        y = 1
+
+        def inner():
+            return y
+
+        return inner
+
+    import types as _types
+
+    fake = _types.ModuleType("dpkit.fake")
+    fake.inner = outer()
+    with (
+        pytest.raises(ValueError, match="cannot switch off fake.inner"),
+        checking.switched_off(fake, "inner"),
+    ):
+        pass
+
+
 # --- checking.agree: a float32 bar relative to the magnitudes ---------------------------
 
 

@@ -2,6 +2,11 @@
 
 from tests.wrong_answers.base import Wrong
 
+#: The solution notebook this table is for.
+NOTEBOOK = "01_one_device.ipynb"
+#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+HAND_IN = "constant decay, no update count"
+
 WRONG: list[Wrong] = [
     # 1. decayed_learning_rate
     Wrong(

@@ -2,6 +2,11 @@
 
 from tests.wrong_answers.base import Wrong
 
+#: The solution notebook this table is for.
+NOTEBOOK = "02_towers.ipynb"
+#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+HAND_IN = "every tower on the whole batch"
+
 # The solution's tower loop, with the parts the answers to exercise 2 get wrong left open.
 _TOWERS = """
 x_shards, y_shards = split_evenly(x, y, len(devices))

@@ -2,6 +2,11 @@
 
 from tests.wrong_answers.base import Wrong
 
+#: The solution notebook this table is for.
+NOTEBOOK = "03_gradient_averaging.ipynb"
+#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+HAND_IN = "no towers, one big batch"
+
 # One tower's loop, as the solution writes it, for the answers to exercise 2.
 _TOWERS = """
 tower_grads = []

@@ -2,6 +2,11 @@
 
 from tests.wrong_answers.base import Wrong
 
+#: The solution notebook this table is for.
+NOTEBOOK = "04_all_reduce_and_mirrored.ipynb"
+#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+HAND_IN = "sum on device 0 and copy back"
+
 WRONG: list[Wrong] = [
     # 1. ring_all_reduce
     Wrong(

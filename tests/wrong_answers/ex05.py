@@ -2,6 +2,11 @@
 
 from tests.wrong_answers.base import Wrong
 
+#: The solution notebook this table is for.
+NOTEBOOK = "05_throughput_and_scaling.ipynb"
+#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+HAND_IN = "mean instead of median"
+
 WRONG: list[Wrong] = [
     # 1. scaling
     Wrong(

@@ -2,6 +2,11 @@
 
 from tests.wrong_answers.base import Wrong
 
+#: The solution notebook this table is for.
+NOTEBOOK = "08_beyond_one_machine.ipynb"
+#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+HAND_IN = "save_counter, not the step"
+
 WRONG: list[Wrong] = [
     # 1. tf_configs
     Wrong(
