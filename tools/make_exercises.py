@@ -160,7 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--solutions", type=Path, default=nbio.ROOT / "solutions")
     parser.add_argument("--exercises", type=Path, default=nbio.ROOT / "exercises")
+    parser.add_argument(
+        "only",
+        nargs="*",
+        metavar="NAME",
+        help="write only these notebooks (e.g. solutions/03_gradient_averaging.ipynb)",
+    )
     args = parser.parse_args(argv)
+    only = {Path(name).name for name in args.only}
 
     try:
         wanted, solutions = expected(args.solutions)
@@ -190,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"exercises up to date ({len(wanted)} notebook(s))")
         return 0
+    if only - set(wanted):
+        print(f"error: no solutions/{', '.join(sorted(only - set(wanted)))}", file=sys.stderr)
+        return 2
+    if only:
+        wanted = {n: t for n, t in wanted.items() if n in only}
+        solutions = {n: t for n, t in solutions.items() if n in only}
+        present = set()  # remove no exercise when asked for some
     for name, text in solutions.items():
         if (args.solutions / name).read_text(encoding="utf-8") != text:
             nbio.write_text(text, args.solutions / name)
