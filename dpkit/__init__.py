@@ -66,6 +66,8 @@ Its modules (written by tools/layout.py):
   kinds, environment variables, exit codes; parent and child both import it.
 * ``plumbing.tf_server`` (plumbing): a task's TF server in half a second (TensorFlow's C server
   API loaded by path), tf.distribute.Server when that is not there.
+* ``plumbing.quota`` (plumbing): the cores and memory this process may really use: affinity cut
+  by a container's CPU quota, the cgroup memory limit.
 * ``plumbing.checks`` (plumbing): argument checks every module shares (ranges, even splits);
   each error names the argument, what it got and a good value.
 * ``plumbing.notebook`` (plumbing): whether a notebook front end is attached.

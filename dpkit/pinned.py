@@ -31,16 +31,20 @@ import statistics
 from dataclasses import dataclass, field
 
 from dpkit import bench
-from dpkit.plumbing import checks, contract, procs
+from dpkit.plumbing import checks, contract, procs, quota
 
 BASELINE = "1 process, 1 thread"
 
 
 def usable_cores() -> list[int]:
-    """The CPU cores this process may run on (all of ``os.cpu_count()`` where unknown)."""
+    """The CPU cores this process may keep busy: those it may run on (all of
+    ``os.cpu_count()`` where unknown), cut to the whole cores a container's CPU quota allows
+    (a pod limited to 1.5 cores of an 8-core host gets one core: plumbing.quota)."""
     if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
+        cores = sorted(os.sched_getaffinity(0))
+    else:
+        cores = list(range(os.cpu_count() or 1))
+    return cores[: quota.read().cores]
 
 
 def cores_for(workers: int, example: str = "e.g. workers=2 (one per core)") -> list[int]:

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from dpkit import bench, checking, devices, gradients, models, towers
-from dpkit.plumbing import contract
+from dpkit.plumbing import contract, quota
 
 OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
 
@@ -265,6 +265,7 @@ def build_lines(tf) -> list[str]:
         f"  TensorFlow {tf.__version__}, Keras {keras.__version__}, NumPy {np.__version__}",
         f"  Python {platform.python_version()} ({sys.executable})",
         f"  {platform.platform()}, {os.cpu_count()} CPU cores",
+        f"  this process may use: {quota.read().describe()}",
         f"  is_cuda_build: {info.get('is_cuda_build', False)}",
     ]
     for key in ("cuda_version", "cudnn_version", "cuda_compute_capabilities"):

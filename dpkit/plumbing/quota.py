@@ -1,0 +1,135 @@
+"""What this process may really use: its cores and memory, cgroup quotas included.
+
+On a laptop the answer is the machine. In a container (a JupyterHub pod, Binder, a CI runner)
+it is less: ``os.sched_getaffinity`` still lists every core of the host, while the cgroup's CPU
+quota (``cpu.max`` in cgroup v2, ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` in v1) lets the
+processes of the container run for, say, 1.5 cores' worth of time, and its memory limit
+(``memory.max``, ``memory.limit_in_bytes``) kills a kernel that goes over it. Pinned workers
+each need a whole core of CPU time, so the cores counted here are the affinity cores cut to the
+whole cores the quota allows.
+
+Every reader takes the filesystem root, so the tests give them a fake ``/sys`` and ``/proc``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+#: A cgroup v1 memory limit at or above this is the kernel's way of saying "no limit".
+NO_LIMIT_BYTES = 1 << 60
+
+
+@dataclass(frozen=True)
+class Quota:
+    """What this process may use; ``None`` where nothing limits it below the machine."""
+
+    affinity_cores: int  # cores the scheduler lets this process run on
+    cpu_quota: float | None  # cores' worth of CPU time per period the cgroup allows
+    memory_limit: int | None  # bytes the cgroup allows, None without a limit
+    physical_memory: int | None  # bytes the machine has (None where unknown)
+
+    @property
+    def cores(self) -> int:
+        """Whole cores this process can keep busy at once (at least 1)."""
+        if self.cpu_quota is None:
+            return self.affinity_cores
+        return max(1, min(self.affinity_cores, math.floor(self.cpu_quota + 1e-9)))
+
+    @property
+    def memory(self) -> int | None:
+        """Bytes this process can use: the cgroup limit or the machine, whichever is less."""
+        known = [b for b in (self.memory_limit, self.physical_memory) if b is not None]
+        return min(known) if known else None
+
+    def describe(self) -> str:
+        """One line for a lesson or the doctor: what limits this process, and by how much."""
+        cpu = f"{self.cores} core(s)"
+        if self.cpu_quota is not None and self.cores < self.affinity_cores:
+            cpu += f" (a CPU quota of {self.cpu_quota:g} of the {self.affinity_cores} visible)"
+        if self.memory is None:
+            mem = "memory unknown"
+        else:
+            mem = f"{self.memory / 2**30:.1f} GiB of memory"
+            if self.memory_limit is not None and self.memory == self.memory_limit:
+                mem += " (a container limit)"
+        return f"{cpu}, {mem}"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _cgroup_paths(root: Path) -> dict[str, str]:
+    """{controller: path} from /proc/self/cgroup ("" is cgroup v2's unified hierarchy)."""
+    paths = {}
+    for line in (_read(root / "proc/self/cgroup") or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for controller in parts[1].split(",") if parts[1] else [""]:
+                paths[controller] = parts[2]
+    return paths
+
+
+def _candidates(root: Path, mount: str, own: str | None) -> list[Path]:
+    """Where a controller's files may be: this process's own cgroup, then the mount's root."""
+    base = root / "sys/fs/cgroup" / mount if mount else root / "sys/fs/cgroup"
+    found = [base / own.lstrip("/")] if own and own != "/" else []
+    return [*found, base]
+
+
+def cpu_quota(root: Path = Path("/")) -> float | None:
+    """Cores' worth of CPU time the cgroup allows, or ``None`` with no quota."""
+    own = _cgroup_paths(root)
+    for folder in _candidates(root, "", own.get("")):
+        text = _read(folder / "cpu.max")
+        if text:
+            limit, _, period = text.partition(" ")
+            if limit == "max":
+                return None
+            return int(limit) / int(period or 100000)
+    for mount in ("cpu", "cpu,cpuacct"):
+        for folder in _candidates(root, mount, own.get("cpu")):
+            limit, period = _read(folder / "cpu.cfs_quota_us"), _read(folder / "cpu.cfs_period_us")
+            if limit and period:
+                return None if int(limit) < 0 else int(limit) / int(period)
+    return None
+
+
+def memory_limit(root: Path = Path("/")) -> int | None:
+    """Bytes the cgroup allows this process, or ``None`` with no limit."""
+    own = _cgroup_paths(root)
+    for folder in _candidates(root, "", own.get("")):
+        text = _read(folder / "memory.max")
+        if text:
+            return None if text == "max" else int(text)
+    for folder in _candidates(root, "memory", own.get("memory")):
+        text = _read(folder / "memory.limit_in_bytes")
+        if text:
+            return None if int(text) >= NO_LIMIT_BYTES else int(text)
+    return None
+
+
+def physical_memory(root: Path = Path("/")) -> int | None:
+    """Bytes of memory the machine has (``MemTotal`` of /proc/meminfo), None where unknown."""
+    for line in (_read(root / "proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def affinity_cores() -> int:
+    """Cores the scheduler lets this process run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def read(root: Path = Path("/")) -> Quota:
+    """This process's :class:`Quota`."""
+    return Quota(affinity_cores(), cpu_quota(root), memory_limit(root), physical_memory(root))
