@@ -110,7 +110,7 @@ endif
 
 .DEFAULT_GOAL := help
 .PHONY: help lab test test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest site test-site \
-	check-versions check-python env lint unit durations notebooks exercises timings bench clean
+	check-versions check-python env lock lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
 	@echo "dpkit: make <target>   (Python $(PY_MIN)-$(PY_MAX), TensorFlow $(TF_RANGE); PYTHON=$(PYTHON), TF_BUILD=$(TF_BUILD))"
@@ -126,10 +126,19 @@ $(STAMP): pyproject.toml
 	@$(call repair_venv,$(VENV),$(PY_MAX))
 	$(PY) -m pip install --quiet --upgrade pip
 	@echo "dpkit: installing dpkit with TensorFlow $(TF_RANGE) and JupyterLab (about 1 GB on a fresh machine)"
-	$(PY) -m pip install -e '.[$(TF_BUILD),lab,test,grade]'
+	$(PY) -m pip install $(if $(LOCK),-c $(LOCK)) -e '.[$(TF_BUILD),lab,test,grade]'
 	@rm -f $(VENV)/.dpkit-* && touch $@
 
 env: $(STAMP) ## create .venv and install everything (what the other targets do first)
+
+# A term pins the stack it tested: `make lock` writes what .venv holds; `make lab LOCK=<file>`
+# (or make env/test) installs within it. The file is for Linux x86-64, Python 3.11, TF_BUILD=cpu.
+LOCK_FILE := requirements/lock-linux-cpu-py311.txt
+lock: $(STAMP) ## write $(LOCK_FILE) from .venv (pip freeze): the stack a term pins with LOCK=
+	@{ echo "# The supported stack, as tested: Linux x86-64, Python 3.11, TF_BUILD=cpu, every extra make test installs."; \
+	  echo "# Written by \`make lock\` (pip freeze of .venv); used as pip constraints by \`make lab LOCK=$(LOCK_FILE)\`."; \
+	  $(PY) -m pip freeze --exclude-editable; } > $(LOCK_FILE)
+	@echo "dpkit: wrote $(LOCK_FILE)"
 
 lab: $(STAMP) ## open JupyterLab on lesson 00 (127.0.0.1 only, token; PORT=8888)
 	@echo "dpkit: JupyterLab on http://127.0.0.1:$(PORT) (localhost only, token required)"
