@@ -110,7 +110,7 @@ endif
 
 .DEFAULT_GOAL := help
 .PHONY: help lab test test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest site test-site \
-	check-versions check-python env lock lint unit durations notebooks exercises timings bench clean
+	check-versions check-python env lock course-new course-release course-collect course-autograde course-feedback course-grades lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
 	@echo "dpkit: make <target>   (Python $(PY_MIN)-$(PY_MAX), TensorFlow $(TF_RANGE); PYTHON=$(PYTHON), TF_BUILD=$(TF_BUILD))"
@@ -254,7 +254,7 @@ test-papermill: $(STAMP) ## lessons 00, 01 and 06 through papermill with other p
 	$(PY) -m pytest tests/notebooks/test_papermill.py -p no:cacheprovider -v -n $(TEST_WORKERS)
 
 # nbgrader's real commands on every exercise (make test autogrades exercise 05 only).
-test-grading: $(STAMP) ## nbgrader autogrades every exercise (make test does exercise 05)
+test-grading: $(STAMP) ## the course workflow with every exercise as a week (make test: ex05, ex09)
 	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/notebooks/test_grading.py -p no:cacheprovider -v
 
 # The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright, and
@@ -302,6 +302,24 @@ screenshots: ## refresh lesson 06's TensorBoard pictures in lessons/images/
 
 notebooks: $(STAMP) ## re-execute lessons and solutions in place (outputs stored)
 	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb
+
+# A graded course with nbgrader (README, "Teaching with it"): one assignment per exercise.
+# make course-new, then each week make course-release A=ex03, ..., course-feedback A=ex03.
+COURSE ?= course
+COURSE_ID ?= dpkit
+A ?=
+course-new: $(STAMP) ## create or refresh a course folder (COURSE=course COURSE_ID=dpkit)
+	$(PY) tools/course.py new $(COURSE) --course-id $(COURSE_ID)
+course-release: $(STAMP) ## generate and release assignment A (e.g. A=ex03) to the exchange
+	$(PY) tools/course.py release $(COURSE) $(A)
+course-collect: $(STAMP) ## collect what students submitted for A
+	$(PY) tools/course.py collect $(COURSE) $(A)
+course-autograde: $(STAMP) ## run every check of A's submissions; scores in COURSE/gradebook.db
+	$(PY) tools/course.py autograde $(COURSE) $(A)
+course-feedback: $(STAMP) ## write and release A's feedback (students: nbgrader fetch_feedback)
+	$(PY) tools/course.py feedback $(COURSE) $(A)
+course-grades: $(STAMP) ## print A's scores, one line per student and notebook
+	$(PY) tools/course.py grades $(COURSE) $(A)
 
 exercises: $(STAMP) ## regenerate exercises/ from solutions/
 	$(PY) tools/make_exercises.py

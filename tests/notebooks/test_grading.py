@@ -1,15 +1,22 @@
-"""nbgrader grades the exercises: its real commands, in a temporary course.
+"""A graded course, end to end, with nbgrader's real commands and exchange (tools/course.py).
 
-The solutions are the course's source notebooks (tools/make_exercises.py gives their cells
-nbgrader's metadata). `nbgrader generate_assignment` must accept every one of them and
-release exactly the exercise a learner gets; `nbgrader autograde` must give the solution
-full marks, the released stub zero, and a wrong answer from tests/wrong_answers/ the marks
-of every check but the one that catches it.
+An instructor creates the course (one assignment per exercise) and releases two weeks'
+assignments into an exchange folder in a temporary directory; three students fetch them and
+hand in: alice the solution, bob a wrong answer from tests/wrong_answers/ (its table's
+``HAND_IN``), carol the released stub untouched. The instructor collects, autogrades and
+releases feedback; the students fetch it. nbgrader must give alice full marks, carol none
+and bob the marks of every check but the one that catches his answer, and each student's
+feedback must be theirs. Every other assignment is generated too, and each release must be
+exactly the exercise a learner gets, hints kept, with no path into solutions/.
+
+Autograding runs whole notebooks, so `make test` runs the two quickest weeks;
+DPKIT_GRADE_ALL=1 makes every exercise a week (`make test-grading`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,104 +24,116 @@ from pathlib import Path
 import pytest
 from nbgrader import api as nbgrader_api  # the grade extra: pip install -e '.[grade]'
 
-from dpkit.plumbing import contract, procs
 from tests.support.notebooks import ROOT, SOLUTIONS, nbio
 from tests.wrong_answers import HAND_IN, TABLES
+from tools import course as course_tool
 
-# Autograding runs whole notebooks (three times each: solution, stub, wrong answer), so
-# `make test` autogrades the one that runs quickest, exercise 05 (every exercise is released);
-# DPKIT_GRADE_ALL=1 autogrades every exercise (`make test-grading`).
-QUICKEST = "05_throughput_and_scaling.ipynb"
-GRADED = [p.name for p in SOLUTIONS] if os.environ.get("DPKIT_GRADE_ALL") else [QUICKEST]
-# The wrong answer each graded notebook is handed in with (tests/wrong_answers/exNN.HAND_IN):
-# it must lose one check's points.
-WRONG_WHY = HAND_IN
-
-
-ASSIGNMENT = "dpkit"  # one assignment holding every exercise notebook
+COURSE_ID = "dpkit101"
+QUICKEST = ("ex05", "ex09")  # the weeks make test runs: no cluster, little TensorFlow
+ALL = list(course_tool.assignments())
+GRADE_ALL = bool(os.environ.get("DPKIT_GRADE_ALL"))
+WEEKS = ALL if GRADE_ALL else [w for w in QUICKEST if w in ALL]
+STUDENTS = ("alice", "bob", "carol")  # solution, a tabled wrong answer, the stub
 
 
-def nbgrader(course: Path, *args: str) -> str:
-    """Run one nbgrader command in `course`; fail with its output if it fails."""
-    # nbgrader runs alembic (its database migrations) by name: find it next to python.
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = procs.child_env({"PATH": path, contract.WIDGETS: "text"})
+def notebook_of(assignment: str) -> str:
+    return course_tool.assignments()[assignment].name
+
+
+def wrong_answer(name: str):
+    (wrong,) = [w for w in TABLES[name] if w.why == HAND_IN[name]]
+    return wrong
+
+
+def as_student(student: str, folder: Path, exchange: Path, *args: str) -> str:
+    """One of nbgrader's student commands, run as ``student``.
+
+    nbgrader names a submission after the operating-system user; the three students here
+    share one, so each command runs with nbgrader's user lookup answering the student's name
+    (on a real hub each student is their own user, and nothing is patched).
+    """
+    code = (
+        "import sys, nbgrader.utils as u\n"
+        f"u.get_osusername = lambda: {student!r}\n"
+        "from nbgrader.apps.nbgraderapp import main\n"
+        "sys.exit(main())\n"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        [sys.executable, "-m", "nbgrader", *args],
-        cwd=course,
-        env=env,
+        [sys.executable, "-c", code, *args, "--course", COURSE_ID, f"--Exchange.root={exchange}"],
+        cwd=folder,
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     log = done.stdout + done.stderr
     assert done.returncode == 0 and "| ERROR]" not in log, (
-        f"nbgrader {' '.join(args)} failed:\n{log[-3000:]}"
+        f"{student}: nbgrader {args}: {log[-2000:]}"
     )
     return log
 
 
-def wrong_answer(name: str):
-    (wrong,) = [w for w in TABLES[name] if w.why == WRONG_WHY[name]]
-    return wrong
-
-
-def with_wrong_answer(name: str):
-    """The solution notebook `name` with its table's chosen wrong answer in place."""
-    wrong = wrong_answer(name)
-    nb = nbio.read((ROOT / "solutions") / name)
-    answers = [c for c in nb.cells if c.cell_type == "code" and "BEGIN SOLUTION" in c.source]
-    cell = answers[wrong.answer - 1]
-    cell.source = wrong.swapped_into(nbio.code_source(cell))
-    return nb
-
-
-def test_every_exercise_has_a_wrong_answer_to_hand_in():
-    assert set(WRONG_WHY) == {p.name for p in SOLUTIONS}
-    for name in WRONG_WHY:
-        assert wrong_answer(name).check, name
+def hand_in(student: str, assignment: str, released: Path) -> str:
+    """What ``student`` writes into the released notebook."""
+    path = course_tool.assignments()[assignment]
+    if student == "carol":
+        return released.read_text(encoding="utf-8")
+    nb = course_tool.student_notebook(path)
+    if student == "bob":
+        wrong = wrong_answer(path.name)
+        answers = [c for c in nb.cells if c.cell_type == "code" and "BEGIN SOLUTION" in c.source]
+        cell = answers[wrong.answer - 1]
+        cell.source = wrong.swapped_into(nbio.code_source(cell))
+    return nbio.dumps(nb)
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """A course with the exercises as one assignment, released, and three learners' work."""
-    root = tmp_path_factory.mktemp("course")
-    (root / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        f"c.CourseDirectory.root = {str(root)!r}\n"
-        "c.CourseDirectory.course_id = 'dpkit'\n"
-        "c.Execute.timeout = 600  # seconds per cell: exercises 07 and 08 start clusters\n",
-        encoding="utf-8",
-    )
-    source = root / "source" / ASSIGNMENT
-    source.mkdir(parents=True)
-    for path in SOLUTIONS:
-        (source / path.name).write_bytes(path.read_bytes())
-    nbgrader(root, "generate_assignment", ASSIGNMENT)
-    for name in GRADED:
-        hand_in = {
-            "solution": nbio.dumps(nbio.read(ROOT / "solutions" / name)),
-            "stub": (root / "release" / ASSIGNMENT / name).read_text(encoding="utf-8"),
-            "wrong": nbio.dumps(with_wrong_answer(name)),
-        }
-        for student, text in hand_in.items():
-            folder = root / "submitted" / student / ASSIGNMENT
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_text(text, encoding="utf-8")
-    nbgrader(root, "autograde", ASSIGNMENT)  # adds the learners to the gradebook
-    return root
+    """The course after two weeks: released, handed in, collected, graded, fed back."""
+    top = tmp_path_factory.mktemp("term")
+    root, exchange = top / "course", top / "exchange"
+    course_tool.main(["new", str(root), "--course-id", COURSE_ID, "--exchange", str(exchange)])
+    course_tool.nbgrader(root, "generate_assignment", "*", "--force")  # every exercise
+    for week in WEEKS:
+        course_tool.main(["release", str(root), week])
+        for student in STUDENTS:
+            home = top / "home" / student
+            as_student(student, home, exchange, "fetch_assignment", week)
+            released = home / week / notebook_of(week)
+            released.write_text(hand_in(student, week, released), encoding="utf-8")
+            as_student(student, home, exchange, "submit", week)
+        for step in ("collect", "autograde", "feedback"):
+            course_tool.main([step, str(root), week])
+        for student in STUDENTS:
+            as_student(student, top / "home" / student, exchange, "fetch_feedback", week)
+    return top
 
 
-def grades(course: Path, name: str, student: str) -> dict[str, float]:
-    """{grade id: score} nbgrader's gradebook holds for one learner's notebook."""
-    with nbgrader_api.Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:
-        notebook = book.find_submission_notebook(name[:-6], ASSIGNMENT, student)
+def grades(top: Path, assignment: str, student: str) -> dict[str, float]:
+    """{grade id: score} nbgrader's gradebook holds for one student's notebook."""
+    name = notebook_of(assignment)[: -len(".ipynb")]
+    with nbgrader_api.Gradebook(f"sqlite:///{top / 'course' / 'gradebook.db'}") as book:
+        notebook = book.find_submission_notebook(name, assignment, student)
         return {g.name: g.score for g in notebook.grades}
+
+
+def checks_of(assignment: str) -> list[str]:
+    nb = nbio.read(course_tool.assignments()[assignment])
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if nbio.has_tag(c, "check")]
+
+
+def test_every_exercise_is_an_assignment_with_a_wrong_answer_to_hand_in():
+    assert {course_tool.assignments()[a].name for a in ALL} == {p.name for p in SOLUTIONS}
+    assert set(HAND_IN) == {p.name for p in SOLUTIONS}
+    for name in HAND_IN:
+        assert wrong_answer(name).check, name
+    assert GRADE_ALL or list(QUICKEST) == WEEKS, f"the weeks make test runs: {WEEKS}"
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.name)
 def test_the_release_is_the_exercise_with_nbgraders_stubs(course, path):
-    released = nbio.read(course / "release" / ASSIGNMENT / path.name)
+    released = nbio.read(course / "course" / "release" / f"ex{path.name[:2]}" / path.name)
     ours = nbio.read(ROOT / "exercises" / path.name)
     ours_code = [c for c in ours.cells if c.cell_type == "code"]
     released_code = [c for c in released.cells if c.cell_type == "code"]
@@ -123,32 +142,43 @@ def test_the_release_is_the_exercise_with_nbgraders_stubs(course, path):
         theirs_source, mine_source = nbio.code_source(theirs), nbio.code_source(mine)
         if "raise NotImplementedError()" in mine_source:
             assert "YOUR CODE HERE" in theirs_source and "BEGIN SOLUTION" not in theirs_source
-        elif mine.get("id", "").endswith("-colab"):
-            # nbgrader releases the solution's Colab cell (cd into solutions/); ours names
-            # exercises/. Otherwise the same cell.
-            assert theirs_source == mine_source.replace("/exercises", "/solutions")
-        else:
+        else:  # the Colab install cell included: it changes into exercises/, as ours does
             assert theirs_source == mine_source
         meta = theirs.metadata["nbgrader"]
         assert meta["solution"] or meta["locked"], "every cell but the answers is read-only"
+    # Nothing in the release opens, clones or changes into solutions/.
+    text = nbio.dumps(released)
+    assert not re.search(r"solutions/|/solutions\b", text), f"{path.name}: names solutions/"
     # The folded hints reach the learner: nbgrader keeps markdown cells as they are.
     hints = [c.source for c in ours.cells if c.cell_type == "markdown" and nbio.has_tag(c, "hints")]
     kept = {c.source for c in released.cells if c.cell_type == "markdown"}
     assert hints and all(h in kept for h in hints), f"{path.name}: the release drops hints"
 
 
-@pytest.mark.parametrize("name", GRADED)
-def test_autograde_gives_the_solution_full_marks_and_the_stub_none(course, name):
-    nb = nbio.read((ROOT / "solutions") / name)
-    checks = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if nbio.has_tag(c, "check")]
-    assert checks, f"{name}: no graded cells"
-    assert grades(course, name, "solution") == {check: 1.0 for check in checks}
-    assert grades(course, name, "stub") == {check: 0.0 for check in checks}
+@pytest.mark.parametrize("week", WEEKS)
+def test_autograde_gives_the_solution_full_marks_and_the_stub_none(course, week):
+    checks = checks_of(week)
+    assert checks, f"{week}: no graded cells"
+    assert grades(course, week, "alice") == {check: 1.0 for check in checks}
+    assert grades(course, week, "carol") == {check: 0.0 for check in checks}
 
 
-@pytest.mark.parametrize("name", GRADED)
-def test_autograde_takes_off_exactly_the_points_of_the_check_a_wrong_answer_fails(course, name):
-    wrong = wrong_answer(name)
-    scores = grades(course, name, "wrong")
+@pytest.mark.parametrize("week", WEEKS)
+def test_autograde_takes_off_exactly_the_points_of_the_check_a_wrong_answer_fails(course, week):
+    wrong = wrong_answer(notebook_of(week))
+    scores = grades(course, week, "bob")
     lost = {check for check, score in scores.items() if score < 1.0}
     assert lost == {f"check-{wrong.check}"}, f"'{wrong.why}' lost the points of {sorted(lost)}"
+
+
+@pytest.mark.parametrize("week", WEEKS)
+def test_each_student_fetches_their_own_feedback(course, week):
+    total = len(checks_of(week))
+    expected = {"alice": total, "bob": total - 1, "carol": 0}
+    for student, score in expected.items():
+        pages = list((course / "home" / student / week / "feedback").rglob("*.html"))
+        assert len(pages) == 1, f"{student} fetched {len(pages)} feedback pages for {week}"
+        text = pages[0].read_text(encoding="utf-8")
+        assert f"Score: {score:.1f} / {float(total):.1f}" in re.sub(r"\s+", " ", text), (
+            f"{student}'s feedback for {week} does not show {score} of {total}"
+        )
