@@ -110,7 +110,7 @@ endif
 
 .DEFAULT_GOAL := help
 .PHONY: help lab test test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest site test-site \
-	check-versions check-python env lock course-new course-release course-collect course-autograde course-feedback course-grades lint unit durations notebooks exercises timings bench clean
+	check-versions check-python env lock student-copy course-new course-release course-collect course-autograde course-feedback course-grades lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
 	@echo "dpkit: make <target>   (Python $(PY_MIN)-$(PY_MAX), TensorFlow $(TF_RANGE); PYTHON=$(PYTHON), TF_BUILD=$(TF_BUILD))"
@@ -302,6 +302,12 @@ screenshots: ## refresh lesson 06's TensorBoard pictures in lessons/images/
 
 notebooks: $(STAMP) ## re-execute lessons and solutions in place (outputs stored)
 	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb
+
+# The workbook without its answers, to publish as a branch (README, "Teaching with it").
+OUT ?= ../dpkit-student
+STUDENT_REF ?= student
+student-copy: $(STAMP) ## write the student copy to OUT (no solutions/tests; launches open STUDENT_REF)
+	$(PY) tools/student_copy.py $(OUT) --ref $(STUDENT_REF)
 
 # A graded course with nbgrader (README, "Teaching with it"): one assignment per exercise.
 # make course-new, then each week make course-release A=ex03, ..., course-feedback A=ex03.
