@@ -5,120 +5,212 @@ from tests.wrong_answers.base import Wrong
 #: The solution notebook this table is for.
 NOTEBOOK = "04_all_reduce_and_mirrored.ipynb"
 #: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
-HAND_IN = "sum on device 0 and copy back"
+HAND_IN = "regularisation added whole in every replica"
+
+# Answer 1, the body of dataset_fn(input_context), as the solution writes it.
+_DATASET = """
+per_replica = {per_replica}
+dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+dataset = {shard}
+return {batch}
+"""
+_PER_REPLICA = "input_context.get_per_replica_batch_size(global_batch_size)"
+_SHARD = "dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)"
+
+
+def _dataset(per_replica=_PER_REPLICA, shard=_SHARD, batch="dataset.batch(per_replica)") -> str:
+    return _DATASET.format(per_replica=per_replica, shard=shard, batch=batch)
+
+
+# Answer 2, the body of make_train_step, as the solution writes it.
+_STEP = """
+def replica_step(x, y):
+    with tf.GradientTape() as tape:
+        per_example = per_example_loss(y, model(x, training=True))
+        loss = {loss}
+        loss += {l2}
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+@tf.function
+def train_step(x, y):
+    per_replica = strategy.run(replica_step, args=(x, y))
+    return {reduce}
+
+return train_step
+"""
+_LOSS = "tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)"
+_L2 = "tf.nn.scale_regularization_loss(model.losses)"
+_SUM = 'strategy.reduce("SUM", per_replica, axis=None)'
+
+
+def _step(loss=_LOSS, l2=_L2, reduce=_SUM) -> str:
+    return _STEP.format(loss=loss, l2=l2, reduce=reduce)
+
 
 WRONG: list[Wrong] = [
-    # 1. ring_all_reduce
+    # 1. dataset_fn(input_context)
     Wrong(
         1,
-        "sum on device 0 and copy back",
-        """
-        with tf.device(devices[0]):
-            total = tf.add_n(tensors)
-        results = []
-        for device in devices:
-            with tf.device(device):
-                results.append(tf.identity(total))
-        return results
-        """,
+        "no sharding",
+        _dataset(shard="dataset"),
         check="1",
-        expect=r"device 0 sends 384 bytes, 3\.00 times the tensor",
+        expect=r"2 input pipeline\(s\), examples \[0, 1, .* came 2 times in one epoch: each "
+        r"pipeline must keep only its shard",
     ),
     Wrong(
         1,
-        "every device sums everything",
-        """
-        results = []
-        for device in devices:
-            with tf.device(device):
-                results.append(tf.add_n(tensors))
-        return results
-        """,
+        "the global batch as the per-replica batch",
+        _dataset(per_replica="global_batch_size"),
         check="1",
-        expect=r"sends 384 bytes, 3\.00 times the tensor",
+        expect=r"2 replica\(s\) and 1 input pipeline\(s\), pipeline 0: your batches hold "
+        r"\[12, 12, 5\] examples; each replica's batch is 12 / 2 = 6",
     ),
     Wrong(
         1,
-        "whole tensors passed round the ring",
-        """
-        n = len(devices)
-        partial = tensors[0]
-        for i in range(1, n):  # reduce along the ring, whole tensors
-            with tf.device(devices[i]):
-                partial = partial + tensors[i]
-        results = [None] * n
-        results[n - 1] = partial
-        for step in range(n - 1):  # and broadcast it on round the ring
-            i = step % n
-            with tf.device(devices[i]):
-                results[i] = tf.identity(results[(i - 1) % n])
-        return results
-        """,
+        "sharded by the replicas",
+        _dataset(
+            shard="dataset.shard(input_context.num_replicas_in_sync, "
+            "input_context.input_pipeline_id)"
+        ),
         check="1",
-        expect=r"sends 256 bytes, 2\.00 times the tensor",
+        expect=r"2 replica\(s\) and 1 input pipeline\(s\), 14 of 29 examples never came .*"
+        r"shard by the input pipelines",
     ),
     Wrong(
         1,
-        "reduce-scatter without the all-gather",
-        """
-        n, shape = len(devices), tensors[0].shape
-        sizes = [len(c) for c in np.array_split(np.arange(shape.num_elements()), n)]
-        chunks = []
-        for device, t in zip(devices, tensors):
-            with tf.device(device):
-                chunks.append(tf.split(tf.reshape(t, [-1]), sizes))
-        for step in range(n - 1):
-            sent = [chunks[i][(i - step) % n] for i in range(n)]
-            for i in range(n):
-                with tf.device(devices[(i + 1) % n]):
-                    c = (i - step) % n
-                    chunks[(i + 1) % n][c] = chunks[(i + 1) % n][c] + sent[i]
-        results = []
-        for device, row in zip(devices, chunks):
-            with tf.device(device):
-                results.append(tf.reshape(tf.concat(row, 0), shape))
-        return results
-        """,
+        "a worker's batch: the global batch over the pipelines",
+        _dataset(per_replica="global_batch_size // input_context.num_input_pipelines"),
         check="1",
-        expect=r"output 0 is not the sum",
+        expect=r"2 replica\(s\) and 1 input pipeline\(s\), pipeline 0: your batches hold "
+        r"\[12, 12, 5\]",
     ),
     Wrong(
         1,
-        "equal chunks",
-        """
-        n, shape = len(devices), tensors[0].shape
-        chunks = []
-        for device, t in zip(devices, tensors):
-            with tf.device(device):
-                chunks.append(tf.split(tf.reshape(t, [-1]), n))
-        return [tf.reshape(tf.concat(row, 0), shape) for row in chunks]
-        """,
+        "last short batch dropped",
+        _dataset(batch="dataset.batch(per_replica, drop_remainder=True)"),
         check="1",
-        expect=r"for 35 elements on 4 devices ring_all_reduce raised InvalidArgumentError",
+        expect=r"1 replica\(s\) and 1 input pipeline\(s\), 5 of 29 examples never came .*"
+        r"keep the last short batch",
     ),
     Wrong(
         1,
-        "summed in NumPy",
-        """
-        total = np.sum([t.numpy() for t in tensors], axis=0)
-        results = []
-        for device in devices:
-            with tf.device(device):
-                results.append(tf.constant(total))
-        return results
-        """,
+        "repeated for ever",
+        _dataset(batch="dataset.batch(per_replica).repeat()"),
         check="1",
-        expect=r"cannot be traced as a graph .*: compute with TensorFlow ops",
+        expect=r"your dataset goes on past 87 examples, from 29: give one epoch",
     ),
     Wrong(
         1,
-        "dpkit's ring_all_reduce",
+        "shuffled without a seed before the shard",
+        _dataset(
+            shard="dataset.shuffle(100).shard(input_context.num_input_pipelines, "
+            "input_context.input_pipeline_id)"
+        ),
+        check="1",
+        expect=r"2 input pipeline\(s\), examples .* came 2 times in one epoch: each pipeline "
+        r"must keep only its shard.*a shuffle before the shard needs a seed",
+    ),
+    Wrong(
+        1,
+        "the notebook's GLOBAL_BATCH_SIZE, not the argument",
+        _dataset(per_replica="GLOBAL_BATCH_SIZE // input_context.num_replicas_in_sync"),
+        check="1",
+        expect=r"global batch of 12, 1 replica\(s\) and 1 input pipeline\(s\), pipeline 0: "
+        r"your batches hold \[29\] examples; each replica's batch is 12 / 1 = 12",
+    ),
+    Wrong(
+        1,
+        "labels shuffled apart from their features",
         """
-        from dpkit import gradients as library
+        per_replica = input_context.get_per_replica_batch_size(global_batch_size)
+        xs = tf.data.Dataset.from_tensor_slices(features).shuffle(100, seed=1)
+        ys = tf.data.Dataset.from_tensor_slices(labels).shuffle(100, seed=2)
+        dataset = tf.data.Dataset.zip((xs, ys))
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        return dataset.batch(per_replica)
+        """,
+        check="1",
+        expect=r"a batch's features do not belong to its labels",
+    ),
+    Wrong(
+        1,
+        "not batched",
+        _dataset(batch="dataset"),
+        check="1",
+        expect=r"an element has labels of shape \(\), .*: batch the examples",
+    ),
+    # 2. make_train_step(strategy, model, optimizer, global_batch_size)
+    Wrong(
+        2,
+        "reduce_mean instead of compute_average_loss",
+        _step(loss="tf.reduce_mean(per_example)"),
+        check="2",
+        expect=r"with 2 replica\(s\) taking \[2, 5\] of a global batch of 7, step 1: your "
+        r"weights differ .*each replica divided its loss by its own batch",
+    ),
+    Wrong(
+        2,
+        "global_batch_size set to the replica's batch",
+        _step(
+            loss="tf.nn.compute_average_loss(per_example, "
+            "global_batch_size=tf.shape(per_example)[0])"
+        ),
+        check="2",
+        expect=r"with 2 replica\(s\) .*each replica divided its loss by its own batch",
+    ),
+    Wrong(
+        2,
+        "regularisation added whole in every replica",
+        _step(l2="tf.add_n(model.losses)"),
+        check="2",
+        expect=r"with 2 replica\(s\) .*the L2 terms counted 2\.00 times, once per replica",
+    ),
+    Wrong(
+        2,
+        "the replicas' losses reduced with MEAN",
+        _step(reduce='strategy.reduce("MEAN", per_replica, axis=None)'),
+        check="2",
+        expect=r"with 2 replica\(s\) .*step 1: your step returned a loss of .*reduce them with SUM",
+    ),
+    Wrong(
+        2,
+        "compute_average_loss without the global batch",
+        _step(loss="tf.nn.compute_average_loss(per_example)"),
+        check="2",
+        expect=r"with 2 replica\(s\) .*compute_average_loss without global_batch_size",
+    ),
+    Wrong(
+        2,
+        "the notebook's GLOBAL_BATCH_SIZE, not the argument",
+        _step(loss="tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH_SIZE)"),
+        check="2",
+        expect=r"with 1 replica\(s\) .*the cross-entropy moved the weights 0\.10 times as far",
+    ),
+    Wrong(
+        2,
+        "no regularisation",
+        _step(l2="0.0"),
+        check="2",
+        expect=r"with 1 replica\(s\) .*the L2 terms did not move the weights",
+    ),
+    Wrong(
+        2,
+        "one loss per replica returned",
+        _step(reduce="per_replica"),
+        check="2",
+        expect=r"with 2 replica\(s\) .*your step returned one loss per replica",
+    ),
+    Wrong(
+        2,
+        "dpkit's make_mirrored_train_step",
+        """
+        from dpkit import towers
 
-        return library.ring_all_reduce(tensors, devices)
+        return towers.make_mirrored_train_step(model, optimizer, strategy, global_batch_size)
         """,
-        check="1",
-        expect=r"your code calls dpkit's gradients.ring_all_reduce",
+        check="2",
+        expect=r"your code calls dpkit's towers.make_mirrored_train_step",
     ),
 ]
