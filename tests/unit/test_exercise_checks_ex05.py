@@ -140,3 +140,9 @@ def test_an_answer_that_sorts_the_callers_lists_fails():
 
     with pytest.raises(AssertionError, match=r"changed the windows passed in"):
         ex05.check_read_sweep(sorts)
+
+
+def test_the_checks_own_reading_is_switched_off_while_the_answer_runs():
+    with pytest.raises(AssertionError, match=r"calls dpkit's ex05\.reference_reading"):
+        ex05.check_read_sweep(ex05.reference_reading)
+    assert ex05.reference_reading({1: [1.0], 2: [3.0]}) == {2: (3.0, "faster")}

@@ -130,3 +130,13 @@ def _by_params(row, hardware, overlap):
 def test_a_wrong_comparison_fails_saying_why(answer, message):
     with pytest.raises(AssertionError, match=message):
         ex09.check_compare(answer)
+
+
+def test_the_checks_own_references_are_switched_off_while_the_answer_runs():
+    def borrowed(compute_s, devices, nbytes, bandwidth, latency, overlap=0.0):
+        return ex09.step(compute_s, devices, nbytes, bandwidth, latency, overlap)
+
+    with pytest.raises(AssertionError, match=r"calls dpkit's ex09\.step"):
+        ex09.check_predict_step(borrowed)
+    # and they work again afterwards
+    assert ex09.step(1.0, 1, 0.0, 1.0, 0.0) == (1.0, 1.0)

@@ -276,4 +276,15 @@ WRONG: list[Wrong] = [
         check="2",
         expect=r"a sweep that scales, 4 devices: speed-up 3\.5408, want 3\.5184",
     ),
+    Wrong(
+        2,
+        "the check's own reference",
+        """
+        from dpkit.exercises import ex05
+
+        return ex05.reference_reading(windows)
+        """,
+        check="2",
+        expect=r"your code calls dpkit's ex05\.reference_reading",
+    ),
 ]

@@ -212,6 +212,17 @@ WRONG: list[Wrong] = [
         check="2",
         expect=r"your code calls dpkit's scaling\.step_seconds",
     ),
+    Wrong(
+        2,
+        "the check's own step",
+        """
+        from dpkit.exercises import ex09
+
+        return ex09.step(compute_s, devices, nbytes, bandwidth_bytes_per_s, latency_s, overlap)
+        """,
+        check="2",
+        expect=r"your code calls dpkit's ex09\.step",
+    ),
     # 3. compare_with_published
     Wrong(
         3,
