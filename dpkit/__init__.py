@@ -43,6 +43,14 @@ Its modules (written by tools/layout.py):
   obscurely.
 * ``checking`` (lesson 00): checking.agree (a result against its reference, in float32 epsilons
   of the magnitudes) and what exercise checks share.
+* ``memory`` (lesson 10): what one replica holds: parameters, gradients, optimizer slots,
+  activations, counted from variables.
+* ``mixed`` (lesson 10): mixed precision under a strategy: the loss-scaled step, gradients all-
+  reduced in 16 bits.
+* ``accumulation`` (lesson 10): gradient accumulation: k micro-batches summed per replica, one
+  all-reduce per step.
+* ``sharded`` (lesson 10): sharded optimizer state from scratch (ZeRO stage 1): reduce-scatter,
+  shard update, all-gather.
 * ``views.widgets`` (views, lesson 05): the device picker, the live sweep view and the sweep
   panel.
 * ``views.scaling_panel`` (views, lesson 09): the prediction panel of lesson 09.
