@@ -49,7 +49,7 @@ def _examples():
     return features, ids.astype(np.int64)
 
 
-def _one_epoch(dataset, where: str, per_replica: int) -> tuple[list[int], list[int]]:
+def _one_epoch(dataset, where: str) -> tuple[list[int], list[int]]:
     """(batch sizes, ids in order) of one pass over ``dataset``; fails on a bad element."""
     import tensorflow as tf
 
@@ -116,7 +116,15 @@ def check_dataset_fn(make_dataset_fn) -> str:
                 num_replicas_in_sync=replicas,
             )
             where = f"{setting}, pipeline {pipeline}"
-            sizes, ids = _one_epoch(dataset_fn(context), where, per_replica)
+            try:
+                sizes, ids = _one_epoch(dataset_fn(context), where)
+            except AssertionError:
+                raise
+            except Exception as error:  # noqa: BLE001 - the learner's error, reported
+                first = (str(error).strip() or "(no message)").splitlines()[0][:200]
+                raise AssertionError(
+                    f"{where}, your dataset_fn raised {type(error).__name__}: {first}"
+                ) from None
             if any(s != per_replica for s in sizes[:-1]) or any(s > per_replica for s in sizes):
                 raise AssertionError(
                     f"{where}: your batches hold {sizes} examples; each replica's batch is "
@@ -288,6 +296,12 @@ def _diagnose(moved, parts, n: int, global_batch: int) -> str:
             "the global batch, plus the scaled L2 terms"
         )
     words = []
+    if name == "global" and abs(a - 1) > 1e-3 and abs(a - b) < 1e-3:
+        return (
+            f"the whole step went {a:.2f} times as far as one device's: look for gradients "
+            "summed twice (an all_reduce of your own before apply_gradients, which all-reduces "
+            "them again), gradients applied twice, or a loss or learning rate scaled"
+        )
     if name != "global":
         words.append(_CE_MISTAKES[name])
     elif abs(a - 1) > 1e-3:

@@ -141,6 +141,30 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"an element has labels of shape \(\), .*: batch the examples",
     ),
+    # found by the red team (answers the check was not designed for)
+    Wrong(
+        1,
+        "shard's arguments swapped",
+        _dataset(
+            shard="dataset.shard(input_context.input_pipeline_id, "
+            "input_context.num_input_pipelines)"
+        ),
+        check="1",
+        expect=r"pipeline 0, your dataset_fn raised InvalidArgumentError: .*num_shards = 0",
+    ),
+    Wrong(
+        1,
+        "a contiguous slice per pipeline",
+        """
+        per_replica = input_context.get_per_replica_batch_size(global_batch_size)
+        n = len(labels) // input_context.num_input_pipelines
+        part = slice(input_context.input_pipeline_id * n, (input_context.input_pipeline_id + 1) * n)
+        dataset = tf.data.Dataset.from_tensor_slices((features[part], labels[part]))
+        return dataset.batch(per_replica)
+        """,
+        check="1",
+        expect=r"2 input pipeline\(s\), 1 of 29 examples never came \(e\.g\. \[28\]\)",
+    ),
     # 2. make_train_step(strategy, model, optimizer, global_batch_size)
     Wrong(
         2,
@@ -212,5 +236,39 @@ WRONG: list[Wrong] = [
         """,
         check="2",
         expect=r"your code calls dpkit's towers.make_mirrored_train_step",
+    ),
+    # found by the red team
+    Wrong(
+        2,
+        "gradients all-reduced by hand before apply_gradients",
+        _step().replace(
+            "    optimizer.apply_gradients(",
+            '    grads = tf.distribute.get_replica_context().all_reduce("SUM", grads)\n'
+            "    optimizer.apply_gradients(",
+        ),
+        check="2",
+        expect=r"with 2 replica\(s\) .*the whole step went 2\.00 times as far as one "
+        r"device's: look for gradients summed twice",
+    ),
+    Wrong(
+        2,
+        "L2 terms added after the tape",
+        """
+        def replica_step(x, y):
+            with tf.GradientTape() as tape:
+                per_example = per_example_loss(y, model(x, training=True))
+                loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss + tf.nn.scale_regularization_loss(model.losses)
+
+        @tf.function
+        def train_step(x, y):
+            return strategy.reduce("SUM", strategy.run(replica_step, args=(x, y)), axis=None)
+
+        return train_step
+        """,
+        check="2",
+        expect=r"with 1 replica\(s\) .*the L2 terms did not move the weights",
     ),
 ]
