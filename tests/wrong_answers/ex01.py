@@ -5,43 +5,98 @@ from tests.wrong_answers.base import Wrong
 #: The solution notebook this table is for.
 NOTEBOOK = "01_one_device.ipynb"
 #: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
-HAND_IN = "constant decay, no update count"
+HAND_IN = "summed loss over the constant BATCH_SIZE"
+
+# Exercise 3's answer, as the solution writes it, with the pieces the mistakes change.
+_STEP = """
+variables = model.trainable_variables
+sums = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+
+def step(x, y):
+    {reset}
+    n = len(x)
+    for xi, yi in {split}:
+        with tf.GradientTape() as tape:
+            loss = {loss}
+            loss += {penalty}
+        for s, g in zip(sums, tape.gradient(loss, variables)):
+            s.assign_add(g)
+        {inside}
+    {apply}
+
+return step
+"""
+_PARTS = {
+    "reset": "for s in sums:\n        s.assign(tf.zeros_like(s))",
+    "split": "zip(np.array_split(x, micro_batches), np.array_split(y, micro_batches))",
+    "loss": "tf.reduce_sum(per_example_loss(yi, model(xi, training=True))) / n",
+    "penalty": "sum(model.losses) / micro_batches",
+    "inside": "",
+    "apply": "optimizer.apply_gradients(zip([s.read_value() for s in sums], variables))",
+}
+
+
+def _step(**changes) -> str:
+    return _STEP.format(**{**_PARTS, **changes})
+
 
 WRONG: list[Wrong] = [
     # 1. decayed_learning_rate
     Wrong(
         1,
-        "staircase decay",
-        "return LEARNING_RATE * LR_DECAY ** (step // DECAY_STEPS)",
+        "staircase ignored",
+        "return initial_rate * decay_rate ** (step / decay_steps)",
         check="1",
-        expect=r"step 32: yours 1\.000e-03 drops in steps",
+        expect=r"decayed_learning_rate\(1, \.\.\.\) .*staircase=True: .*yours decays smoothly",
     ),
     Wrong(
         1,
-        "decays by LR_DECAY every step",
-        "return LEARNING_RATE * LR_DECAY**step",
+        "always in stairs",
+        "return initial_rate * decay_rate ** (step // decay_steps)",
         check="1",
-        expect=r"over the first 64 steps .* shrinks by a factor 0\.5256",
+        expect=r"decayed_learning_rate\(1, \.\.\.\) with initial_rate=0\.1.*drops in stairs",
+    ),
+    Wrong(
+        1,
+        "stairs rounded to the nearest period",
+        """
+        periods = round(step / decay_steps) if staircase else step / decay_steps
+        return initial_rate * decay_rate**periods
+        """,
+        check="1",
+        expect=r"decayed_learning_rate\(63, .*rounds the exponent to the nearest",
+    ),
+    Wrong(
+        1,
+        "stairs rounded up",
+        """
+        periods = -(-step // decay_steps) if staircase else step / decay_steps
+        return initial_rate * decay_rate**periods
+        """,
+        check="1",
+        expect=r"rounds the exponent up",
     ),
     Wrong(
         1,
         "counts steps from 1",
-        "return LEARNING_RATE * LR_DECAY ** ((step + 1) / DECAY_STEPS)",
+        "return initial_rate * decay_rate ** ((step + 1) / decay_steps)",
         check="1",
-        expect=r"Keras's at the next step",
+        expect=r"decayed_learning_rate\(0, .*Keras's at the next step",
     ),
     Wrong(
         1,
-        "linear decay",
-        "return LEARNING_RATE * (1 - (1 - LR_DECAY) * step / DECAY_STEPS)",
+        "decays by decay_rate every step",
+        "return initial_rate * decay_rate**step",
         check="1",
-        expect=r"exponential decay shrinks by the same factor at every step",
+        expect=r"decays by decay_rate every step",
     ),
     Wrong(
         1,
         "Keras's schedule instead of the formula",
         """
-        schedule = keras.optimizers.schedules.ExponentialDecay(LEARNING_RATE, DECAY_STEPS, LR_DECAY)
+        schedule = keras.optimizers.schedules.ExponentialDecay(
+            initial_rate, decay_steps, decay_rate, staircase=staircase
+        )
         return float(schedule(step))
         """,
         check="1",
@@ -49,91 +104,102 @@ WRONG: list[Wrong] = [
     ),
     Wrong(
         1,
-        "no decay at all",
-        "return LEARNING_RATE",
+        "the lesson's rate, not the arguments",
+        "return LEARNING_RATE * 0.99 ** (step / 64)",
         check="1",
-        expect=r"it does not decay",
+        expect=r"decayed_learning_rate\(0, .*yours is 1\.000000e-03, Keras's is 1\.000000e-01",
     ),
     Wrong(
         1,
         "the rate as text",
-        "return str(LEARNING_RATE * LR_DECAY ** (step / DECAY_STEPS))",
+        "return str(initial_rate * decay_rate ** (step / decay_steps))",
         check="1",
-        expect=r"step 0: yours returns a value of type str; return a number",
+        expect=r"yours returns str .*return one number",
+    ),
+    # red team, exercise 1
+    Wrong(
+        1,
+        "inverse-time decay",
+        "return initial_rate / (1 + decay_rate * step / decay_steps)",
+        check="1",
+        expect=r"decayed_learning_rate\(1, \.\.\.\) .*yours is 9\.904913e-02, Keras's is "
+        r"9\.995919e-02",
     ),
     Wrong(
         1,
-        "a TensorFlow tensor",
-        """
-        exponent = tf.cast(step, tf.float32) / DECAY_STEPS
-        return tf.constant(LEARNING_RATE) * tf.pow(tf.constant(LR_DECAY), exponent)
-        """,
+        "an array of one rate",
+        "return np.array([initial_rate * decay_rate ** (step / decay_steps)])",
         check="1",
-        expect=r"step 0: yours returns a value of type EagerTensor; return a number",
+        expect=r"yours returns ndarray .*return one number",
     ),
     # 2. average_update
     Wrong(
         2,
-        "constant decay, no update count",
-        "return shadow - (1.0 - EMA_DECAY) * (shadow - value)",
+        "the update count ignored",
+        "return shadow - (1.0 - decay) * (shadow - value)",
         check="2",
-        expect=r"update 1: yours keeps 0\.9900 of the old shadow, TF keeps 0\.1818",
+        expect=r"num_updates=0\): yours keeps 0\.9900 .* TF keeps 0\.1000: with num_updates=0",
+    ),
+    Wrong(
+        2,
+        "no count taken as a count of 0",
+        """
+        decay = min(decay, (1.0 + (num_updates or 0)) / (10.0 + (num_updates or 0)))
+        return shadow - (1.0 - decay) * (shadow - value)
+        """,
+        check="2",
+        expect=r"average_update\(shadow, value, decay=0\.99\): .*without an update count",
+    ),
+    Wrong(
+        2,
+        "a count of 0 taken as no count",
+        """
+        if num_updates:
+            decay = min(decay, (1.0 + num_updates) / (10.0 + num_updates))
+        return shadow - (1.0 - decay) * (shadow - value)
+        """,
+        check="2",
+        expect=r"num_updates=0\): yours keeps 0\.9900 of the old shadow, TF keeps 0\.1000",
+    ),
+    Wrong(
+        2,
+        "no cap at decay",
+        """
+        if num_updates is not None:
+            decay = (1.0 + num_updates) / (10.0 + num_updates)
+        return shadow - (1.0 - decay) * (shadow - value)
+        """,
+        check="2",
+        expect=r"num_updates=1000\): yours keeps 0\.9911 .*never exceeds `decay`",
     ),
     Wrong(
         2,
         "max instead of min",
         """
-        decay = max(EMA_DECAY, (1.0 + step) / (10.0 + step))
+        if num_updates is not None:
+            decay = max(decay, (1.0 + num_updates) / (10.0 + num_updates))
         return shadow - (1.0 - decay) * (shadow - value)
         """,
         check="2",
-        expect=r"update 1: yours keeps 0\.9900",
-    ),
-    Wrong(
-        2,
-        "no cap at EMA_DECAY",
-        """
-        decay = (1.0 + step) / (10.0 + step)
-        return shadow - (1.0 - decay) * (shadow - value)
-        """,
-        check="2",
-        expect=r"update 1000: yours keeps 0\.9911 of the old shadow, TF keeps 0\.9900",
+        expect=r"num_updates=0\): yours keeps 0\.9900",
     ),
     Wrong(
         2,
         "shares of shadow and weight swapped",
         """
-        decay = min(EMA_DECAY, (1.0 + step) / (10.0 + step))
+        if num_updates is not None:
+            decay = min(decay, (1.0 + num_updates) / (10.0 + num_updates))
         return decay * value + (1.0 - decay) * shadow
         """,
         check="2",
-        expect=r"update 1: yours keeps 0\.8182 of the old shadow, TF keeps 0\.1818",
-    ),
-    Wrong(
-        2,
-        "moves away from the weight",
-        """
-        decay = min(EMA_DECAY, (1.0 + step) / (10.0 + step))
-        return shadow - (1.0 - decay) * (value - shadow)
-        """,
-        check="2",
-        expect=r"update 1: yours moves the shadow away from the weight",
-    ),
-    Wrong(
-        2,
-        "update count one behind",
-        """
-        decay = min(EMA_DECAY, step / (9.0 + step))
-        return shadow - (1.0 - decay) * (shadow - value)
-        """,
-        check="2",
-        expect=r"update 1: yours keeps 0\.1000 of the old shadow, TF keeps 0\.1818",
+        expect=r"shares of the old shadow and the weight are swapped",
     ),
     Wrong(
         2,
         "changes the shadow in place",
         """
-        decay = min(EMA_DECAY, (1.0 + step) / (10.0 + step))
+        if num_updates is not None:
+            decay = min(decay, (1.0 + num_updates) / (10.0 + num_updates))
         shadow -= (1.0 - decay) * (shadow - value)
         return shadow
         """,
@@ -142,235 +208,183 @@ WRONG: list[Wrong] = [
     ),
     Wrong(
         2,
-        "a list, not an array",
+        "TF's class instead of the formula",
         """
-        decay = min(EMA_DECAY, (1.0 + step) / (10.0 + step))
-        return list(shadow - (1.0 - decay) * (shadow - value))
+        weight = tf.Variable(shadow)
+        count = None if num_updates is None else tf.Variable(num_updates, dtype=tf.int64)
+        average = tf.train.ExponentialMovingAverage(decay, num_updates=count)
+        average.apply([weight])
+        weight.assign(value)
+        average.apply([weight])
+        return average.average(weight).numpy()
         """,
         check="2",
-        expect=r"update 1: yours returns a value of type list; return a NumPy array",
+        expect=r"calls TF's ExponentialMovingAverage: write the update yourself",
     ),
-    # 3. train_step
+    # red team, exercise 2
     Wrong(
-        3,
-        "differentiates the sum of the losses",
+        2,
+        "only positive counts cap the decay",
         """
-        with tf.GradientTape() as tape:
-            per_example = keras.losses.sparse_categorical_crossentropy(
-                y, model(x, training=True), from_logits=True
-            )
-            total = tf.reduce_sum(per_example)
-        grads = tape.gradient(total, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return tf.reduce_mean(per_example)
+        if num_updates is not None and num_updates > 0:
+            decay = min(decay, (1.0 + num_updates) / (10.0 + num_updates))
+        return shadow - (1.0 - decay) * (shadow - value)
         """,
-        check="3",
-        expect=r"step 1: your SGD step moved the weights 64 times as far",
+        check="2",
+        expect=r"num_updates=0\): yours keeps 0\.9900 of the old shadow, TF keeps 0\.1000",
     ),
     Wrong(
-        3,
-        "divides the mean loss by the batch again",
+        2,
+        "a tensor, not an array",
         """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True)) / BATCH_SIZE
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
+        if num_updates is not None:
+            decay = min(decay, (1.0 + num_updates) / (10.0 + num_updates))
+        return tf.constant(shadow - (1.0 - decay) * (shadow - value))
         """,
-        check="3",
-        expect=r"step 1: you return 0\.03\d+, 0\.0156 times Keras's",
+        check="2",
+        expect=r"yours returns EagerTensor; return a NumPy array",
     ),
+    # 3. make_accumulating_step
     Wrong(
         3,
-        "never applies the gradients",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        tape.gradient(loss, model.trainable_variables)
-        return loss
-        """,
+        "summed loss over the constant BATCH_SIZE",
+        _step(loss="tf.reduce_sum(per_example_loss(yi, model(xi, training=True))) / BATCH_SIZE"),
         check="3",
-        expect=r"step 1: your step did not change the weights",
+        expect=r"SGD, 1 micro-batch, .* step 1 on a batch of 10: .*divides each example's loss "
+        r"by 64; the batch holds 10 examples",
     ),
     Wrong(
         3,
-        "returns the loss after the update",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss_fn(y, model(x, training=True))
-        """,
+        "mean of the micro-batch means",
+        _step(
+            loss="tf.reduce_mean(per_example_loss(yi, model(xi, training=True))) / micro_batches"
+        ),
         check="3",
-        expect=r"step 1: you return .* the batch's loss after the update",
+        expect=r"SGD, 2 micro-batches, .* step 2 on a batch of 9 \(tensors\): .*weighs the "
+        r"examples unequally",
     ),
     Wrong(
         3,
-        "forward pass outside the tape",
-        """
-        logits = model(x, training=True)
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, logits)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-        """,
+        "micro-batch means summed, unscaled",
+        _step(loss="tf.reduce_mean(per_example_loss(yi, model(xi, training=True)))"),
         check="3",
-        expect=r"step 1: your step raised ValueError: No gradients.*recorded nothing",
+        expect=r"SGD, 2 micro-batches, .* step 1 on a batch of 10: .*divides each example's loss "
+        r"by 5; .* 2 times the mean loss's",
     ),
     Wrong(
         3,
-        "gradients negated",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip([-g for g in grads], model.trainable_variables))
-        return loss
-        """,
+        "applies after every micro-batch",
+        _step(
+            inside="optimizer.apply_gradients(zip([s.read_value() for s in sums], variables))\n"
+            "        for s in sums:\n            s.assign(tf.zeros_like(s))",
+            apply="",
+        ),
         check="3",
-        expect=r"step 1: your SGD step moved the weights the opposite way",
+        expect=r"SGD, 2 micro-batches.*step 1 .*the optimizer has made 2 updates",
     ),
     Wrong(
         3,
-        "applies the gradients twice",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-        """,
+        "sums never set back to zero",
+        _step(reset="pass"),
         check="3",
-        expect=r"after 1 step\(s\) the optimizer has made 2 updates; make one per step",
+        expect=r"SGD, 1 micro-batch, .* step 2 on a batch of 7 \(tensors\): .*plus the previous "
+        r"step's",
+    ),
+    Wrong(
+        3,
+        "regularisation left out",
+        _step(penalty="0.0"),
+        check="3",
+        expect=r"counts the regularisation loss \(model\.losses\) 0 times",
+    ),
+    Wrong(
+        3,
+        "regularisation once per micro-batch",
+        _step(penalty="sum(model.losses)"),
+        check="3",
+        expect=r"SGD, 2 micro-batches.*counts the regularisation loss \(model\.losses\) 2 times",
+    ),
+    Wrong(
+        3,
+        "no micro-batches, one big batch",
+        _step(split="[(x, y)]"),
+        check="3",
+        expect=r"ran the model on the whole batch of 10 at once",
     ),
     Wrong(
         3,
         "Keras's train_on_batch",
         """
-        model.compile(optimizer=optimizer, loss=loss_fn)
-        return model.train_on_batch(x, y)
+        model.compile(optimizer=optimizer, loss=per_example_loss)
+
+        def step(x, y):
+            model.train_on_batch(x, y)
+
+        return step
         """,
         check="3",
         expect=r"calls Keras's own training loop",
     ),
     Wrong(
         3,
-        "returns the per-example losses",
+        "dpkit's tower_gradients over one CPU",
         """
-        with tf.GradientTape() as tape:
-            loss = keras.losses.sparse_categorical_crossentropy(
-                y, model(x, training=True), from_logits=True
+        from dpkit import towers
+
+        variables = model.trainable_variables
+
+        def mean_loss(labels, logits):
+            return tf.reduce_mean(per_example_loss(labels, logits))
+
+        def step(x, y):
+            cpus = ["/cpu:0"] * micro_batches
+            grads, _, shares, _ = towers.tower_gradients(
+                model, mean_loss, x, y, cpus, weighted=True
             )
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
+            total = [sum(w * g[i] for w, g in zip(shares, grads)) for i in range(len(variables))]
+            optimizer.apply_gradients(zip(total, variables))
+
+        return step
         """,
         check="3",
-        expect=r"step 1: your step returned an array of shape \(64,\), not the batch's mean loss",
+        expect=r"calls dpkit's towers\.tower_gradients",
+    ),
+    # red team, exercise 3
+    Wrong(
+        3,
+        "tf.add_n of the regularisation losses",
+        _step(penalty="tf.add_n(model.losses) / micro_batches"),
+        check="3",
+        expect=r"no regularisation, step 1 on a batch of 12: yours raised ValueError",
     ),
     Wrong(
         3,
-        "returns nothing",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        """,
+        "tf.split into equal parts",
+        _step(split="zip(tf.split(x, micro_batches), tf.split(y, micro_batches))"),
         check="3",
-        expect=r"step 1: your step returned None, not the batch's mean loss",
+        expect=r"step 2 on a batch of 9 \(tensors\): yours raised InvalidArgumentError",
     ),
     Wrong(
         3,
-        "clips the gradients' global norm",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        grads, _ = tf.clip_by_global_norm(grads, 5.0)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-        """,
+        "micro-batches of n // k, the rest dropped",
+        _step(
+            split="((x[i * m:(i + 1) * m], y[i * m:(i + 1) * m]) for i in range(micro_batches))"
+        ).replace("n = len(x)", "n = len(x)\n    m = n // micro_batches"),
         check="3",
-        expect=r"step 4 \(from weights 3 times as large, gradients of global norm \d+\): your SGD "
-        r"step moved the weights 0\.\d+ times as far as Keras's, in the same direction: your "
-        r"step shrinks large gradients as a whole \(clipping their norm\?\)",
+        expect=r"ran the model on batches of \[4, 4\]; split the 9 examples into 2",
     ),
     Wrong(
         3,
-        "clips each gradient at 1",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        grads = [tf.clip_by_norm(g, 1.0) for g in grads]
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-        """,
+        "compute_average_loss without the global batch",
+        _step(loss="tf.nn.compute_average_loss(per_example_loss(yi, model(xi, training=True)))"),
         check="3",
-        expect=r"step 4 \(from weights 3 times as large, .*\): your SGD step points another way "
-        r"than Keras's \(cosine 0\.\d+\) .*\(clipping each one\?\)",
+        expect=r"divides each example's loss by 5; .* 2 times the mean loss's",
     ),
     Wrong(
         3,
-        "clips each gradient at 0.5",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        grads = [tf.clip_by_norm(g, 0.5) for g in grads]
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-        """,
+        "regularisation read outside the tape",
+        _step(penalty="0.0").replace("n = len(x)", "n = len(x)\n    penalty = sum(model.losses)"),
         check="3",
-        # the gradients of the first steps are near 0.5: caught there or at the large step
-        expect=r"points another way than Keras's|differs from Keras's in direction|"
-        r"differently from Keras's \(in direction or size\)",
-    ),
-    Wrong(
-        3,
-        "trains the last layer only",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        last = model.trainable_variables[-2:]
-        optimizer.apply_gradients(zip(tape.gradient(loss, last), last))
-        return loss
-        """,
-        check="3",
-        expect=r"step 1: your step left lenet5/conv1/kernel, .*lenet5/fc1/bias unchanged",
-    ),
-    Wrong(
-        3,
-        "softmax before a from-logits loss",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, tf.nn.softmax(model(x, training=True)))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-        """,
-        check="3",
-        expect=r"step 1: you return \d\.\d+, (not|\d\.\d+ times) Keras's \d\.\d+, the batch's mean "
-        r"cross-entropy at the same weights",
-    ),
-    Wrong(
-        3,
-        "plain SGD by hand, whatever the optimizer",
-        """
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        for variable, grad in zip(model.trainable_variables, grads):
-            variable.assign_sub(optimizer.learning_rate * grad)
-        optimizer.iterations.assign_add(1)
-        return loss
-        """,
-        check="3",
-        expect=r"Adam step 2: you return .*, the loss at your weights, but Keras's twin is at .*: "
-        r"your earlier steps moved the weights differently",
+        expect=r"counts the regularisation loss \(model\.losses\) 0 times",
     ),
 ]
