@@ -41,7 +41,10 @@ def unflatten(vector, shapes) -> list:
 
     sizes = [int(tf.TensorShape(s).num_elements()) for s in shapes]
     if sum(sizes) != int(vector.shape[0]):
-        raise ValueError(f"the vector holds {vector.shape[0]} values, the shapes {sum(sizes)}.")
+        raise ValueError(
+            f"the vector holds {int(vector.shape[0])} values, the shapes {sum(sizes)}; pass the "
+            "shapes it was flattened from."
+        )
     return [tf.reshape(p, s) for p, s in zip(tf.split(vector, sizes), shapes)]
 
 
