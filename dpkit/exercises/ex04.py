@@ -246,7 +246,9 @@ def _gradient_parts(model, x, y, shares):
         with tf.GradientTape() as tape:
             value = fn()
         grads = tape.gradient(value, model.trainable_variables)
-        flat = [np.zeros(v.shape) if g is None else g for g, v in zip(grads, model.weights)]
+        flat = [
+            np.zeros(v.shape) if g is None else g for g, v in zip(grads, model.trainable_variables)
+        ]
         return np.concatenate([np.ravel(g) for g in flat]).astype(np.float64)
 
     def shard_means():
