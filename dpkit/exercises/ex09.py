@@ -212,7 +212,10 @@ def _rows():
         if r.setup in ("dgx1", "dgx1_b32") and r.algorithm == "ring" and not r.fit
     ]
     made = published.Row("made up", "dgx1", "resnet50", 4, 0.93, per_device_batch=32)
-    return held + [replace(made, one_device_examples_per_s=195.0)]
+    made = replace(made, one_device_examples_per_s=195.0)
+    # one GPU against itself: the prediction is exactly 1, and so is the published
+    alone = replace(made, devices=1, efficiency=1.0)
+    return held + [made, alone]
 
 
 def _hardware():
@@ -287,35 +290,66 @@ COMPARE_CASES = [
     (3, 0, 1.0, 0.05),  # everything hidden: efficiency 1
     (0, 1, 0.5, 0.15),
     (1, 2, 0.0, 0.05),  # the prediction far below the published
+    (4, 0, 0.5, 0.0),  # one GPU, no band: a gap of exactly the band (0) is within
 ]
+
+
+def _within_rules(predicted, measured, band):
+    """(what the answer's `within` would be, the mistake) for the usual misreadings."""
+    gap = predicted - measured
+    return [
+        (
+            abs(predicted / measured - 1) <= band,
+            "the band is in points of efficiency, not a share of the published",
+        ),
+        (gap <= band, "the prediction is below the published; the band holds on both sides"),
+        (
+            abs(gap) < band,
+            "'at most' the band: a gap equal to the band is within (<=, not <)",
+        ),
+    ]
 
 
 def check_compare(compare_with_published) -> str:
     """Check ``compare_with_published(row, hardware, overlap, band) -> (predicted, published,
     within)``.
 
-    Varies the row (three held-out rows of TensorFlow's DGX-1 tables and one made up: four
-    models, 4 and 8 GPUs, batches of 32 to 512), the hardware card (the DGX-1's, one with
-    slower links, the K80 server's), the overlap and the band (2 to 15 points), so that
-    verdicts come out both ways. The reference is the hand computation of this module.
+    Varies the row (three held-out rows of TensorFlow's DGX-1 tables and two made up: four
+    models, 1, 4 and 8 GPUs, batches of 32 to 512), the hardware card (the DGX-1's, one with
+    slower links, the K80 server's), the overlap and the band (2 to 15 points, and 0 on one
+    GPU, where the gap is exactly 0: 'at most' the band is within), so that verdicts come out
+    both ways. The reference is the hand computation of this module. The first case that
+    goes wrong is reported; a misreading of the band is named only when it gives every
+    verdict the answer returned.
     """
     rows, cards_ = _rows(), _hardware()
+    answered, broke = [], None
     for i, j, overlap, band in COMPARE_CASES:
         row, hardware = rows[i], cards_[j]
         what = (
-            f"{cards.DISPLAY[row.model]} on {row.devices} GPUs (batch {row.per_device_batch}), "
-            f"{hardware.name}, overlap {overlap:g}, band {band:g}"
+            f"{cards.DISPLAY[row.model]} on {row.devices} GPU{'s' * (row.devices != 1)} "
+            f"(batch {row.per_device_batch}), {hardware.name}, overlap {overlap:g}, band {band:g}"
         )
-        got = _call(what, compare_with_published, row, hardware, overlap, band)
         try:
-            predicted, measured, within = got
-        except (TypeError, ValueError):
-            raise AssertionError(
-                f"{what}: yours returns {got!r}, want (predicted, published, within)"
-            ) from None
-        predicted = _number(what, predicted, "the prediction")
-        measured = _number(what, measured, "the published efficiency")
-        want_p, want_m, want_in = reference_comparison(row, hardware, overlap, band)
+            got = _call(what, compare_with_published, row, hardware, overlap, band)
+            try:
+                predicted, measured, within = got
+            except (TypeError, ValueError):
+                raise AssertionError(
+                    f"{what}: yours returns {got!r}, want (predicted, published, within)"
+                ) from None
+            predicted = _number(what, predicted, "the prediction")
+            measured = _number(what, measured, "the published efficiency")
+            assert isinstance(within, (bool, np.bool_)), (
+                f"{what}: within is {within!r}; say True or False"
+            )
+        except AssertionError as error:
+            broke = error
+            break
+        want = reference_comparison(row, hardware, overlap, band)
+        answered.append((what, row, hardware, overlap, band, predicted, measured, within, want))
+    for what, row, hardware, overlap, band, predicted, measured, within, want in answered:
+        want_p, want_m, want_in = want
         if not _same(measured, want_m):
             hint = ""
             if _same(measured, want_m * row.devices):
@@ -329,19 +363,18 @@ def check_compare(compare_with_published) -> str:
             raise AssertionError(
                 f"{what}: predicted {predicted:.4f}, want {want_p:.4f}" + (f": {hint}" * bool(hint))
             )
-        assert isinstance(within, (bool, np.bool_)), (
-            f"{what}: within is {within!r}; say True or False"
-        )
         if bool(within) != want_in:
-            gap = abs(want_p - want_m)
-            relative = abs(want_p / want_m - 1) <= band
-            hint = ""
-            if bool(within) == relative:
-                hint = ": the band is in points of efficiency, not a share of the published"
-            elif within and want_p < want_m:
-                hint = ": the prediction is below the published; the band holds on both sides"
+            # name a misreading only when it gives every `within` the answer returned
+            fits = [
+                h
+                for k, (_, h) in enumerate(_within_rules(want_p, want_m, band))
+                if all(bool(a[7]) == _within_rules(a[8][0], a[8][1], a[4])[k][0] for a in answered)
+            ]
             raise AssertionError(
-                f"{what}: yours says within={within!r}; the prediction is {gap * 100:.1f} "
-                f"points from the published, the band {band * 100:g}" + hint
+                f"{what}: yours says within={within!r}; the prediction is "
+                f"{abs(want_p - want_m) * 100:.1f} points from the published, the band "
+                f"{band * 100:g}" + (f": {fits[0]}" if len(fits) == 1 else "")
             )
+    if broke is not None:
+        raise broke
     return f"Check 3 passed: {len(COMPARE_CASES)} comparisons with published rows"

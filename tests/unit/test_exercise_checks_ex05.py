@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 
 import numpy as np
@@ -60,6 +61,35 @@ def test_a_wrong_median_fails_saying_why(answer, message):
         ex05.check_median_throughput(answer)
 
 
+def without_last_window(step_seconds, batch, warmup_steps, window_steps):
+    rest = step_seconds[warmup_steps:]
+    return statistics.median(
+        window_steps * batch / sum(rest[i : i + window_steps])
+        for i in range(0, len(rest) - window_steps, window_steps)
+    )
+
+
+def test_a_mistake_is_named_only_when_it_gives_every_value_the_answer_returned():
+    # Leaving out the last window gives, for 24 steps cut by 6, the lower of the two middle
+    # windows: that mistake fits this setting by chance, and nowhere else, so none is named.
+    with pytest.raises(AssertionError) as caught:
+        ex05.check_median_throughput(without_last_window)
+    assert re.fullmatch(
+        r"run 1 \(24 steps\), warm-up 0, window 6: yours 776\.56 examples/s, want 1020\.75",
+        str(caught.value),
+    )
+
+
+def test_a_setting_that_raises_is_reported_after_an_earlier_wrong_value():
+    def raises_late(step_seconds, batch, warmup_steps, window_steps):
+        if window_steps == 7:
+            raise ZeroDivisionError("late")
+        return 1000.0
+
+    with pytest.raises(AssertionError, match=r"warm-up 1, window 5: yours 1000\.00"):
+        ex05.check_median_throughput(raises_late)
+
+
 def test_the_meter_is_switched_off_while_the_answer_runs():
     def by_meter(step_seconds, batch, warmup_steps, window_steps):
         return meter.ThroughputMeter(batch, warmup_steps=warmup_steps, window_steps=window_steps)
@@ -113,7 +143,7 @@ def _swap(**parts):
                     "faster" if statistics.median(r) > statistics.median(b) else "slower"
                 )
             ),
-            r"a gain inside the spread, 2 devices: yours says 'faster', want 'unclear'"
+            r"a gain and a loss inside the spread, 2 devices: yours says 'faster', want 'unclear'"
             r".*medians alone",
         ),
         (_swap(base=lambda w: next(iter(w))), r"yours leaves out 4, the first count listed"),
@@ -123,7 +153,33 @@ def _swap(**parts):
                     "faster" if min(r) >= max(b) else "slower" if max(r) <= min(b) else "unclear"
                 )
             ),
-            r"windows just touch, 16 devices: .*'above' is strict",
+            r"windows just touch, 2 devices: yours says 'slower'.*'above' and 'below' are strict",
+        ),
+        (
+            _swap(
+                verdict=lambda r, b: (
+                    "faster" if min(r) > max(b) else "slower" if max(r) < max(b) else "unclear"
+                )
+            ),
+            # straddles the base's slowest window: no mistake listed gives all its verdicts
+            r"a gain and a loss inside the spread, 3 devices: yours says 'slower', want "
+            r"'unclear' \(its windows 700 to 905, the base's 801 to 1000\)$",
+        ),
+        (
+            _swap(
+                verdict=lambda r, b: (
+                    "faster" if min(r) > min(b) else "slower" if max(r) < max(b) else "unclear"
+                )
+            ),
+            r"a gain and a loss inside the spread, 2 devices: .*against the base's same end",
+        ),
+        (
+            _swap(
+                verdict=lambda r, b: (
+                    "slower" if min(r) < min(b) else "faster" if max(r) > max(b) else "unclear"
+                )
+            ),
+            r"a gain and a loss inside the spread, 2 devices: .*yours lets one window decide",
         ),
     ],
 )

@@ -125,6 +125,17 @@ def _by_params(row, hardware, overlap):
         (_compare(within=lambda p, m, b: abs(p / m - 1) <= b), r"not a share of the published"),
         (_compare(within=lambda p, m, b: p - m <= b), r"the band holds on both sides"),
         (_compare(within=lambda p, m, b: "yes"), r"within is 'yes'; say True or False"),
+        (
+            _compare(within=lambda p, m, b: abs(p - m) < b),
+            r"ResNet-50 on 1 GPU \(batch 32\), .*band 0: yours says within=False.*<=, not <",
+        ),
+        (
+            # right where it is right, wrong once by rounding: that once matches the band read
+            # as a share of the published by chance, and no misreading is named
+            _compare(within=lambda p, m, b: abs(round(p, 2) - round(m, 2)) <= b),
+            r"band 0\.04: yours says within=False; the prediction is 3\.7 points from the "
+            r"published, the band 4$",
+        ),
     ],
 )
 def test_a_wrong_comparison_fails_saying_why(answer, message):

@@ -180,6 +180,22 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"run 2 \(17 steps\), warm-up 1, window 5: yours 720\.97 examples/s, want 811\.09",
     ),
+    Wrong(
+        1,
+        "the last complete window left out",
+        """
+        rest = step_seconds[warmup_steps:]
+        rates = [
+            window_steps * batch / sum(rest[i : i + window_steps])
+            for i in range(0, len(rest) - window_steps, window_steps)
+        ]
+        return statistics.median(rates)
+        """,
+        check="1",
+        # no hint: its value matches 'one of the two middle windows' here by chance only
+        expect=r"run 1 \(24 steps\), warm-up 0, window 6: yours 776\.56 examples/s, want "
+        r"1020\.75$",
+    ),
     # 2. read_sweep
     Wrong(
         2,
@@ -196,8 +212,8 @@ WRONG: list[Wrong] = [
             verdict='verdict = "faster" if speedup > 1 else "slower" if speedup < 1 else "unclear"'
         ),
         check="2",
-        expect=r"a gain inside the spread, 2 devices: yours says 'faster', want 'unclear' .*"
-        r"yours reads the medians alone",
+        expect=r"a gain and a loss inside the spread, 2 devices: yours says 'faster', want "
+        r"'unclear' .*yours reads the medians alone",
     ),
     Wrong(
         2,
@@ -227,8 +243,8 @@ WRONG: list[Wrong] = [
         "windows that touch count",
         _read(verdict=_VERDICT.replace(">", ">=").replace("<", "<=")),
         check="2",
-        expect=r"a sweep whose windows just touch, 16 devices: yours says 'faster', want "
-        r"'unclear'.*'above' is strict",
+        expect=r"a sweep whose windows just touch, 2 devices: yours says 'slower', want "
+        r"'unclear'.*'above' and 'below' are strict",
     ),
     Wrong(
         2,
@@ -286,5 +302,29 @@ WRONG: list[Wrong] = [
         """,
         check="2",
         expect=r"your code calls dpkit's ex05\.reference_reading",
+    ),
+    Wrong(
+        2,
+        "'slower' against the base's fastest window",
+        _read(verdict=_VERDICT.replace("max(rates) < low", "max(rates) < high")),
+        check="2",
+        expect=r"a gain and a loss inside the spread, 3 devices: yours says 'slower', want "
+        r"'unclear' \(its windows 700 to 905, the base's 801 to 1000\)$",
+    ),
+    Wrong(
+        2,
+        "one slow window makes it 'slower'",
+        _read(verdict=_VERDICT.replace("max(rates) < low", "min(rates) < low")),
+        check="2",
+        expect=r"a gain and a loss inside the spread, 3 devices: yours says 'slower', want "
+        r"'unclear'",
+    ),
+    Wrong(
+        2,
+        "each end against the base's same end",
+        _read(verdict=_VERDICT.replace("> high", "> low").replace("< low", "< high")),
+        check="2",
+        expect=r"a gain and a loss inside the spread, 2 devices: yours says 'faster', want "
+        r"'unclear'.*yours puts each end against the base's same end",
     ),
 ]

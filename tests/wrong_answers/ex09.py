@@ -134,6 +134,16 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"8 device\(s\), 553 MB at 20 GB/s, latency 5 us: yours 48\.42 ms, want 48\.46 ms",
     ),
+    Wrong(
+        1,
+        "the larger of the two terms, not their sum",
+        """
+        n = devices
+        return max(2 * (n - 1) / n * nbytes / bandwidth_bytes_per_s, 2 * (n - 1) * latency_s)
+        """,
+        check="1",
+        expect=r"2 device\(s\), .*: yours 8\.5 ms, want 8\.51 ms: the latency term is missing",
+    ),
     # 2. predict_step
     Wrong(
         2,
@@ -223,6 +233,13 @@ WRONG: list[Wrong] = [
         check="2",
         expect=r"your code calls dpkit's ex09\.step",
     ),
+    Wrong(
+        2,
+        "efficiency leaves the hidden part out",
+        _step(efficiency="compute_s / (compute_s + exchange)"),
+        check="2",
+        expect=r"compute 280 ms, 16 device\(s\).*overlap 0\.5: efficiency 0\.8203, want 0\.9013$",
+    ),
     # 3. compare_with_published
     Wrong(
         3,
@@ -291,5 +308,31 @@ WRONG: list[Wrong] = [
         _compare(within='"within" if abs(predicted - row.efficiency) <= band else "outside"'),
         check="3",
         expect=r"VGG-16 on 8 GPUs .*: within is 'within'; say True or False",
+    ),
+    Wrong(
+        3,
+        "a gap equal to the band is outside",
+        _compare(within="abs(predicted - row.efficiency) < band"),
+        check="3",
+        expect=r"ResNet-50 on 1 GPU \(batch 32\), .*band 0: yours says within=False; the "
+        r"prediction is 0\.0 points from the published, the band 0: .*\(<=, not <\)",
+    ),
+    Wrong(
+        3,
+        "the link between servers",
+        _compare(link="hardware.inter"),
+        check="3",
+        expect=r"VGG-16 on 8 GPUs .*: raised AttributeError: 'NoneType' object has no attribute "
+        r"'bandwidth_bytes_per_s'",
+    ),
+    Wrong(
+        3,
+        "efficiencies rounded before the band",
+        _compare(within="abs(round(predicted, 2) - round(row.efficiency, 2)) <= band"),
+        check="3",
+        # no hint: a band read as a share of the published gives this verdict, but not all
+        expect=r"VGG-16 on 8 GPUs \(batch 32\), DGX-1 with slower links, overlap 0\.25, band "
+        r"0\.04: yours says within=False; the prediction is 3\.7 points from the published, "
+        r"the band 4$",
     ),
 ]
