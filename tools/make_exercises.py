@@ -139,10 +139,15 @@ def make_exercise(solution: nbformat.NotebookNode, solution_name: str) -> nbform
     return nb
 
 
-def expected(solutions_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """(exercise file name -> the text it must have, solution name -> the text it must have)."""
+def expected(
+    solutions_dir: Path, only: set[str] | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(exercise file name -> the text it must have, solution name -> the text it must have),
+    for every solution or for the names in ``only``."""
     exercises, solutions = {}, {}
     for path in sorted(solutions_dir.glob("*.ipynb")):
+        if only and path.name not in only:
+            continue
         solution = nbio.read(path)
         solutions[path.name] = nbio.dumps(grading_metadata(solution, path.name))
         exercises[path.name] = nbio.dumps(make_exercise(solution, path.name))
@@ -169,8 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only = {Path(name).name for name in args.only}
 
+    if only and not args.check:
+        missing = sorted(n for n in only if not (args.solutions / n).exists())
+        if missing:
+            print(f"error: no solutions/{', '.join(missing)}", file=sys.stderr)
+            return 2
     try:
-        wanted, solutions = expected(args.solutions)
+        wanted, solutions = expected(args.solutions, None if args.check else only)
     except MarkerError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -197,12 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"exercises up to date ({len(wanted)} notebook(s))")
         return 0
-    if only - set(wanted):
-        print(f"error: no solutions/{', '.join(sorted(only - set(wanted)))}", file=sys.stderr)
-        return 2
     if only:
-        wanted = {n: t for n, t in wanted.items() if n in only}
-        solutions = {n: t for n, t in solutions.items() if n in only}
         present = set()  # remove no exercise when asked for some
     for name, text in solutions.items():
         if (args.solutions / name).read_text(encoding="utf-8") != text:
