@@ -5,28 +5,44 @@ from tests.wrong_answers.base import Wrong
 #: The solution notebook this table is for.
 NOTEBOOK = "02_towers.ipynb"
 #: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
-HAND_IN = "every tower on the whole batch"
+HAND_IN = "a plain mean of the uneven towers"
 
-# The solution's tower loop, with the parts the answers to exercise 2 get wrong left open.
-_TOWERS = """
-x_shards, y_shards = split_evenly(x, y, len(devices))
-tower_grads = []
-for i, device in enumerate(devices):
-    with {scopes}:
-        with tf.GradientTape() as tape:
-            loss = loss_fn({data}, training=True))
-        tower_grads.append(tape.gradient(loss, model.trainable_variables))
-return [tf.add_n(list(g)) {combine} for g in zip(*tower_grads)]
+_REFUSE = """
+batch = int(x.shape[0])
+if {test}:
+    raise ValueError({message})
+return {shards}
 """
-_SCOPES = "tf.device(device), tf.name_scope(f'tower_{i}')"
-_SHARD = "y_shards[i], model(x_shards[i]"
+_NEAREST = 'f"use {batch - batch % num_towers} or {batch - batch % num_towers + num_towers}"'
+_EQUAL = "tf.split(x, num_towers), tf.split(y, num_towers)"
+
+# The solution's towers, with the parts the wrong answers change left open.
+_TOWERS = """
+batch = int(x.shape[0])
+sizes = [len(part) for part in np.array_split(np.arange(batch), len(devices))]
+tower_grads = []
+for i, (xi, yi, size) in enumerate(zip(tf.split(x, sizes), tf.split(y, sizes), sizes)):
+    with tf.device({device}):
+        with tf.GradientTape() as tape:
+            loss = {loss}
+        grads = tape.gradient(loss, model.trainable_variables)
+    tower_grads.append([g * {weight} for g in grads])
+return [{combine} for g in zip(*tower_grads)]
+"""
+_MEAN = "tf.reduce_mean(per_example_loss(yi, model(xi, training=True)))"
+_SUM = "tf.reduce_sum(per_example_loss(yi, model(xi, training=True)))"
+
+
+def _towers(device="devices[i]", loss=_MEAN, weight="(size / batch)", combine="tf.add_n(list(g))"):
+    return _TOWERS.format(device=device, loss=loss, weight=weight, combine=combine)
+
 
 WRONG: list[Wrong] = [
     # 1. split_evenly
     Wrong(
         1,
         "tf.split raises its own error",
-        "return tf.split(x, num_towers), tf.split(y, num_towers)",
+        f"return {_EQUAL}",
         check="1",
         expect=r"raised InvalidArgumentError, not a ValueError",
     ),
@@ -40,205 +56,320 @@ WRONG: list[Wrong] = [
         )
         """,
         check="1",
-        expect=r"63.*should raise ValueError",
+        expect=r"a batch of 63 for 4 towers does not divide, so split_evenly should raise",
     ),
     Wrong(
         1,
         "strided shards",
-        """
-        if int(x.shape[0]) % num_towers:
-            raise ValueError(f"use a multiple of {num_towers}: 60 or 64")
-        return [x[i::num_towers] for i in range(num_towers)], [
-            y[i::num_towers] for i in range(num_towers)
-        ]
-        """,
+        _REFUSE.format(
+            test="batch % num_towers",
+            message=_NEAREST,
+            shards="[x[i::num_towers] for i in range(num_towers)], "
+            "[y[i::num_towers] for i in range(num_towers)]",
+        ),
         check="1",
-        expect=r"image shard differs",
+        expect=r"a batch of 64 on 2 towers: image shard 0 differs",
     ),
     Wrong(
         1,
         "a message that names no batch size",
-        """
-        if int(x.shape[0]) % num_towers:
-            raise ValueError("the batch does not divide")
-        return tf.split(x, num_towers), tf.split(y, num_towers)
-        """,
+        _REFUSE.format(
+            test="batch % num_towers", message='"the batch does not divide"', shards=_EQUAL
+        ),
         check="1",
-        expect=r"name a batch size",
+        expect=r"should name the two nearest batch sizes that would work, 60 and 64",
     ),
-    # 2. tower_gradients
     Wrong(
-        2,
-        "every tower on the whole batch",
-        _TOWERS.format(
-            scopes="tf.device(device), tf.name_scope(f'tower_{i}')",
-            data="y, model(x",
-            combine="/ len(devices)",
+        1,
+        "use a multiple of N",
+        _REFUSE.format(
+            test="batch % num_towers",
+            message='f"use a multiple of {num_towers}"',
+            shards=_EQUAL,
         ),
-        check="2",
-        expect=r"tower_0's convolution .* sees 64 examples",
+        check="1",
+        expect=r"'use a multiple of 4'.* 60 and 64",
     ),
-    Wrong(
-        2,
-        "summed not averaged",
-        _TOWERS.format(scopes=_SCOPES, data=_SHARD, combine=""),
-        check="2",
-        expect=r"4\.00 times the big-batch gradient",
-    ),
-    Wrong(
-        2,
-        "no tf.device",
-        _TOWERS.format(scopes="tf.name_scope(f'tower_{i}')", data=_SHARD, combine="/ len(devices)"),
-        check="2",
-        expect=r"is on no device",
-    ),
-    Wrong(
-        2,
-        "shard 0 on every tower",
-        _TOWERS.format(
-            scopes=_SCOPES, data="y_shards[0], model(x_shards[0]", combine="/ len(devices)"
-        ),
-        check="2",
-        expect=r"differs from the big-batch gradient",
-    ),
-    # 3. make_parallel
-    Wrong(
-        3,
-        "no split, no devices",
-        "return fn(**inputs)",
-        check="3",
-        expect=r"no op named tower_0/",
-    ),
-    Wrong(
-        3,
-        "every device on the whole input",
-        """
-        outputs = []
-        for i, device in enumerate(devices):
-            with tf.device(device), tf.name_scope(f"tower_{i}"):
-                outputs.append(fn(**inputs))
-        return outputs[0]
-        """,
-        check="3",
-        expect=r"tower_0's convolution .* sees 64 examples",
-    ),
-    Wrong(
-        3,
-        "split but not placed",
-        """
-        pieces = {name: tf.split(value, len(devices)) for name, value in inputs.items()}
-        outputs = []
-        for i in range(len(devices)):
-            with tf.name_scope(f"tower_{i}"):
-                outputs.append(fn(**{name: parts[i] for name, parts in pieces.items()}))
-        return tf.concat(outputs, axis=0)
-        """,
-        check="3",
-        expect=r"is on no device",
-    ),
-    Wrong(
-        3,
-        "joined along the wrong axis",
-        """
-        pieces = {name: tf.split(value, len(devices)) for name, value in inputs.items()}
-        outputs = []
-        for i, device in enumerate(devices):
-            with tf.device(device), tf.name_scope(f"tower_{i}"):
-                outputs.append(fn(**{name: parts[i] for name, parts in pieces.items()}))
-        return tf.stack(outputs)
-        """,
-        check="3",
-        expect=r"shape \(4, 16",
-    ),
-    # found by a second pair of eyes
     Wrong(
         1,
         "suggests the batch plus one",
-        """
-        batch = int(x.shape[0])
-        if batch % num_towers:
-            raise ValueError(f"{batch} does not split into {num_towers}; use {batch + 1}")
-        return tf.split(x, num_towers), tf.split(y, num_towers)
-        """,
+        _REFUSE.format(
+            test="batch % num_towers",
+            message='f"{batch} does not split into {num_towers}; use {batch + 1}"',
+            shards=_EQUAL,
+        ),
         check="1",
-        expect=r"batch of 64 for 3 towers: name a batch size that would work",
+        expect=r"batch of 63 for 4 towers: .* 60 and 64",
+    ),
+    Wrong(
+        1,
+        "names only the size below",
+        _REFUSE.format(
+            test="batch % num_towers",
+            message='f"use {batch - batch % num_towers}"',
+            shards=_EQUAL,
+        ),
+        check="1",
+        expect=r"'use 60'.* 60 and 64",
     ),
     Wrong(
         1,
         "pairs of shards",
-        """
-        if int(x.shape[0]) % num_towers:
-            raise ValueError(f"use a multiple of {num_towers}")
-        return list(zip(tf.split(x, num_towers), tf.split(y, num_towers)))
-        """,
+        _REFUSE.format(
+            test="batch % num_towers",
+            message=_NEAREST,
+            shards="list(zip(tf.split(x, num_towers), tf.split(y, num_towers)))",
+        ),
         check="1",
-        expect=r"return two lists",
+        expect=r"a batch of 64 on 1 towers: return two lists",
     ),
     Wrong(
         1,
         "dpkit's split_batch",
         """
-        from dpkit import towers as library
+        from dpkit.towers import split_batch as split
 
-        xs, ys, _ = library.split_batch(x, y, num_towers)
+        xs, ys, _ = split(x, y, num_towers)
         return xs, ys
         """,
         check="1",
         expect=r"your code calls dpkit's towers.split_batch",
     ),
+    # red team, answer 1
+    Wrong(
+        1,
+        "tests the notebook's NUM_DEVICES, not num_towers",
+        _REFUSE.format(test="batch % NUM_DEVICES", message=_NEAREST, shards=_EQUAL),
+        check="1",
+        expect=r"a batch of 30 on 3 towers: your code raised ValueError",
+    ),
+    Wrong(
+        1,
+        "the shards in reverse order",
+        _REFUSE.format(
+            test="batch % num_towers",
+            message=_NEAREST,
+            shards="tf.split(x, num_towers)[::-1], tf.split(y, num_towers)[::-1]",
+        ),
+        check="1",
+        expect=r"a batch of 64 on 2 towers: image shard 0 differs",
+    ),
+    Wrong(
+        1,
+        "the labels left whole",
+        _REFUSE.format(
+            test="batch % num_towers", message=_NEAREST, shards="tf.split(x, num_towers), [y]"
+        ),
+        check="1",
+        expect=r"a batch of 64 on 2 towers: 1 label shards, want 2",
+    ),
+    Wrong(
+        1,
+        "the size above is the batch plus N",
+        _REFUSE.format(
+            test="batch % num_towers",
+            message='f"use {batch - batch % num_towers} or {batch + num_towers}"',
+            shards=_EQUAL,
+        ),
+        check="1",
+        expect=r"'use 60 or 67'",
+    ),
+    # 2. uneven_tower_gradients
+    Wrong(
+        2,
+        "a plain mean of the uneven towers",
+        _towers(weight="1", combine="tf.add_n(list(g)) / len(g)"),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: your gradients are the plain mean of the towers'",
+    ),
+    Wrong(
+        2,
+        "equal shards with tf.split",
+        _towers().replace(
+            "tf.split(x, sizes), tf.split(y, sizes)", _EQUAL.replace("num_towers", "len(devices)")
+        ),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: your code raised InvalidArgumentError.*shard sizes",
+    ),
+    Wrong(
+        2,
+        "no tf.device",
+        _towers(device='"/device:CPU:0"'),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: the towers ran on \[\('CPU', 0\), \('CPU', 0\)\]",
+    ),
+    Wrong(
+        2,
+        "summed losses averaged over NUM_DEVICES",
+        _towers(loss=_SUM, weight="(1 / batch)", combine="tf.add_n(list(g)) / NUM_DEVICES"),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: your gradients are 0.25 times one device's",
+    ),
+    Wrong(
+        2,
+        "the loss divided by a fixed batch of 12",
+        _towers(loss=_SUM, weight="(1 / 12)"),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: your gradients are 0.58 times",
+    ),
+    Wrong(
+        2,
+        "tape.gradient outside the tower's device",
+        _TOWERS.format(
+            device="devices[i]", loss=_MEAN, weight="(size / batch)", combine="tf.add_n(list(g))"
+        ).replace(
+            "        grads = tape.gradient(loss, model.trainable_variables)\n",
+            "    grads = tape.gradient(loss, model.trainable_variables)\n",
+        ),
+        check="2",
+        expect=r"tower 1 ran forward on \('CPU', 1\), but its backward pass ran on \('CPU', 0\)",
+    ),
     Wrong(
         2,
         "one forward pass outside the towers",
         """
-        x_shards, y_shards = split_evenly(x, y, len(devices))
-        with tf.GradientTape(persistent=True) as tape:
-            logits = tf.split(model(x, training=True), len(devices))
-            losses = []
-            for i, device in enumerate(devices):
-                with tf.device(device), tf.name_scope(f"tower_{i}"):
-                    losses.append(loss_fn(y_shards[i], logits[i]))
-        tower_grads = [tape.gradient(loss, model.trainable_variables) for loss in losses]
-        return [tf.add_n(list(g)) / len(devices) for g in zip(*tower_grads)]
+        batch = int(x.shape[0])
+        sizes = [len(part) for part in np.array_split(np.arange(batch), len(devices))]
+        with tf.GradientTape() as tape:
+            losses = tf.split(per_example_loss(y, model(x, training=True)), sizes)
+            tower_losses = []
+            for device, loss in zip(devices, losses):
+                with tf.device(device):
+                    tower_losses.append(tf.reduce_sum(loss) / batch)
+            total = tf.add_n(tower_losses)
+        return tape.gradient(total, model.trainable_variables)
         """,
         check="2",
-        expect=r"tower_0 runs no forward convolution",
+        expect=r"2 tower\(s\) on a batch of 9: the model ran on batches of \[9\]",
     ),
     Wrong(
         2,
-        "dpkit's tower_gradients",
+        "every tower on the whole batch",
+        """
+        tower_grads = []
+        for device in devices:
+            with tf.device(device):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(per_example_loss(y, model(x, training=True)))
+                tower_grads.append(tape.gradient(loss, model.trainable_variables))
+        return [tf.add_n(list(g)) / len(g) for g in zip(*tower_grads)]
+        """,
+        check="2",
+        expect=r"the model ran on batches of \[9, 9\]",
+    ),
+    Wrong(
+        2,
+        "dpkit's weighted tower_gradients",
         """
         from dpkit import towers as library
 
-        grads, _, _, _ = library.tower_gradients(model, loss_fn, x, y, devices)
-        return [tf.add_n(list(g)) / len(devices) for g in zip(*grads)]
+        def mean_loss(labels, logits):
+            return tf.reduce_mean(per_example_loss(labels, logits))
+
+        grads, _, weights, _ = library.tower_gradients(
+            model, mean_loss, x, y, devices, weighted=True
+        )
+        return [tf.add_n([w * t for w, t in zip(weights, g)]) for g in zip(*grads)]
         """,
         check="2",
         expect=r"your code calls dpkit's towers.tower_gradients",
     ),
+    # red team, answer 2
     Wrong(
-        3,
-        "only the first input split",
-        """
-        first = next(iter(inputs))
-        pieces = tf.split(inputs[first], len(devices))
-        outputs = []
-        for i, device in enumerate(devices):
-            with tf.device(device), tf.name_scope(f"tower_{i}"):
-                outputs.append(fn(**{**inputs, first: pieces[i]}))
-        return tf.concat(outputs, axis=0)
-        """,
-        check="3",
-        expect=r"per_example_loss on inputs \['images', 'labels'\]: make_parallel raised",
+        2,
+        "dpkit's average_gradients with weights",
+        _towers(weight="1").replace(
+            "return [tf.add_n(list(g)) for g in zip(*tower_grads)]",
+            "from dpkit.gradients import average_gradients as avg\n\n"
+            "return avg(tower_grads, weights=sizes)",
+        ),
+        check="2",
+        expect=r"your code calls dpkit's gradients.average_gradients",
     ),
     Wrong(
-        3,
-        "dpkit's make_parallel",
-        """
-        from dpkit import towers as library
-
-        return library.make_parallel(fn, devices, **inputs)
-        """,
-        check="3",
-        expect=r"your code calls dpkit's towers.make_parallel",
+        2,
+        "the notebook's devices, not the argument",
+        _towers()
+        .replace("len(devices)", "len(setup.devices)")
+        .replace("devices[i]", "setup.devices[i]"),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: the model ran on batches of \[2, 2, 2, 1\]",
+    ),
+    Wrong(
+        2,
+        "ceil-sized shards, the last one short",
+        _towers().replace(
+            "sizes = [len(part) for part in np.array_split(np.arange(batch), len(devices))]",
+            "step = -(-batch // len(devices))\n"
+            "sizes = [min(step, batch - k * step) for k in range(len(devices))]",
+        ),
+        check="2",
+        expect=r"3 tower\(s\) on a batch of 10: the model ran on batches of \[4, 4, 2\]",
+    ),
+    Wrong(
+        2,
+        "the towers on the devices in reverse",
+        _towers(device="devices[len(devices) - 1 - i]"),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: the towers ran on \[\('CPU', 1\), \('CPU', 0\)\]",
+    ),
+    Wrong(
+        2,
+        "each shard's summed loss, added up",
+        _towers(loss=_SUM, weight="1"),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: your gradients are 7 times",
+    ),
+    Wrong(
+        2,
+        "shares by integer division",
+        _towers(weight="(size // batch)"),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: your gradients are 0 times",
+    ),
+    Wrong(
+        2,
+        "weighted, then averaged too",
+        _towers(combine="tf.add_n(list(g)) / len(g)"),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: your gradients are 0.5 times",
+    ),
+    Wrong(
+        2,
+        "weights by the shard's size over the largest shard",
+        _towers(weight="(size / max(sizes) / len(devices))"),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: your gradients are 0.9 times",
+    ),
+    # red team, second round
+    Wrong(
+        2,
+        "the remainder on the last tower",
+        _towers().replace(
+            "sizes = [len(part) for part in np.array_split(np.arange(batch), len(devices))]",
+            "base = batch // len(devices)\n"
+            "sizes = [base] * (len(devices) - 1) + [batch - base * (len(devices) - 1)]",
+        ),
+        check="2",
+        expect=r"4 tower\(s\) on a batch of 11: the model ran on batches of \[2, 2, 2, 5\]",
+    ),
+    Wrong(
+        1,
+        "a refusal rounded to the nearest multiple",
+        _REFUSE.format(
+            test="batch % num_towers",
+            message='f"use {round(batch / num_towers) * num_towers} or '
+            '{round(batch / num_towers) * num_towers + num_towers}"',
+            shards=_EQUAL,
+        ),
+        check="1",
+        expect=r"'use 64 or 68'.* 60 and 64",
+    ),
+    Wrong(
+        1,
+        "a refusal written for 63 on 4",
+        _REFUSE.format(test="batch % num_towers", message='"use 60 or 64"', shards=_EQUAL),
+        check="1",
+        expect=r"a batch of 64 for 3 towers: .* 63 and 66",
     ),
 ]
