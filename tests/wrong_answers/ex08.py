@@ -5,137 +5,55 @@ from tests.wrong_answers.base import Wrong
 #: The solution notebook this table is for.
 NOTEBOOK = "08_beyond_one_machine.ipynb"
 #: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
-HAND_IN = "save_counter, not the step"
+HAND_IN = "the mean of the worker's own batch"
+
+# shell_commands as the solution writes it, with its host flags and line words swappable
+_LINES = """
+jobs = {{job: addresses for job, addresses in hosts.items() if addresses}}
+host_flags = [f"--{{job}}_hosts={{','.join(addresses)}}" for job, addresses in jobs.items()]
+return [
+    {join}(
+        ["python", "-m", "dpkit", "task", f"--job_name={{job}}", f"--task_index={{index}}"]
+        + {words}
+    )
+    for job, addresses in jobs.items()
+    for index in range(len(addresses))
+]
+"""
+# replica_step as the solution writes it, with its loss and its update swappable
+_STEP = """
+with tf.GradientTape() as tape:
+    logits = model(x, training=True)
+    per_example = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+    loss = {loss}
+grads = tape.gradient(loss, model.trainable_variables)
+{update}
+return loss
+"""
+_GLOBAL = "tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)"
+_APPLY = "optimizer.apply_gradients(zip(grads, model.trainable_variables))"
+_SHARD = "shard(input_context.num_input_pipelines, input_context.input_pipeline_id)"
+_PER_REPLICA = "input_context.get_per_replica_batch_size(global_batch)"
 
 WRONG: list[Wrong] = [
-    # 1. tf_configs
+    # 1. shell_commands
     Wrong(
         1,
-        "empty jobs kept",
-        """
-        return {
-            f"{job}:{index}": json.dumps({"cluster": hosts, "task": {"type": job, "index": index}})
-            for job, addresses in hosts.items()
-            for index in range(len(addresses))
-        }
-        """,
+        "list + extra_flags, which fails on the default ()",
+        _LINES.format(join="shlex.join", words="host_flags + extra_flags"),
         check="1",
-        expect=r"worker:0: TensorFlow keeps \['chief', 'ps'\] as job\(s\) without tasks",
+        expect=r"with extra_flags left out raised TypeError: can only concatenate list "
+        r"\(not \"tuple\"\) to list; extra_flags may be any sequence",
     ),
     Wrong(
         1,
-        "tasks numbered across jobs",
-        """
-        jobs = {job: list(addresses) for job, addresses in hosts.items() if addresses}
-        configs, index = {}, 0
-        for job, addresses in jobs.items():
-            for _ in addresses:
-                task = {"type": job, "index": index}
-                configs[f"{job}:{index}"] = json.dumps({"cluster": jobs, "task": task})
-                index += 1
-        return configs
-        """,
-        check="1",
-        expect=r"index counted from 0 within each job: want \['chief:0', 'ps:0', 'worker:0', "
-        r"'worker:1'\], got \['chief:0', 'ps:1', 'worker:2', 'worker:3'\]",
-    ),
-    Wrong(
-        1,
-        "dicts not JSON text",
-        """
-        jobs = {job: list(addresses) for job, addresses in hosts.items() if addresses}
-        return {
-            f"{job}:{index}": {"cluster": jobs, "task": {"type": job, "index": index}}
-            for job, addresses in jobs.items()
-            for index in range(len(addresses))
-        }
-        """,
-        check="1",
-        expect=r"chief:0: return JSON text \(a str\), not <class 'dict'>",
-    ),
-    Wrong(
-        1,
-        "str() of a dict, not JSON",
-        """
-        jobs = {job: list(addresses) for job, addresses in hosts.items() if addresses}
-        return {
-            f"{job}:{index}": str({"cluster": jobs, "task": {"type": job, "index": index}})
-            for job, addresses in jobs.items()
-            for index in range(len(addresses))
-        }
-        """,
-        check="1",
-        expect=r"TensorFlow cannot read .*Python's str\(\) of a dict, not JSON",
-    ),
-    Wrong(
-        1,
-        "each task's cluster holds its own job only",
-        """
-        jobs = {job: list(addresses) for job, addresses in hosts.items() if addresses}
-        return {
-            f"{job}:{index}": json.dumps(
-                {"cluster": {job: addresses}, "task": {"type": job, "index": index}}
-            )
-            for job, addresses in jobs.items()
-            for index in range(len(addresses))
-        }
-        """,
-        check="1",
-        expect=r"chief:0: TensorFlow reads the cluster \{'chief': .*\}; every task's TF_CONFIG "
-        r"holds the whole cluster",
-    ),
-    Wrong(
-        1,
-        "the index as text, split from the name",
-        """
-        jobs = {job: list(addresses) for job, addresses in hosts.items() if addresses}
-        names = [f"{job}:{i}" for job, addresses in jobs.items() for i in range(len(addresses))]
-        configs = {}
-        for name in names:
-            job, index = name.split(":")
-            configs[name] = json.dumps({"cluster": jobs, "task": {"type": job, "index": index}})
-        return configs
-        """,
-        check="1",
-        expect=r"the launcher rejects it: TF_CONFIG task index '0' is not a whole number",
-    ),
-    Wrong(
-        1,
-        "deletes empty jobs from the caller's dict",
-        """
-        for job in [job for job, addresses in hosts.items() if not addresses]:
-            del hosts[job]
-        return {
-            f"{job}:{i}": json.dumps({"cluster": hosts, "task": {"type": job, "index": i}})
-            for job, addresses in hosts.items()
-            for i in range(len(addresses))
-        }
-        """,
-        check="1",
-        expect=r"tf_configs changed the dict passed in: its jobs were \{'chief': \[\], 'ps': \[\], "
-        r"'worker': .*, now \{'worker': ",
-    ),
-    # 2. shell_commands
-    Wrong(
-        2,
         "words joined without quoting",
-        """
-        jobs = {job: addresses for job, addresses in hosts.items() if addresses}
-        host_flags = [f"--{job}_hosts={','.join(addresses)}" for job, addresses in jobs.items()]
-        return [
-            " ".join(
-                ["python", "-m", "dpkit", "task", f"--job_name={job}", f"--task_index={index}"]
-                + [*host_flags, *extra_flags]
-            )
-            for job, addresses in jobs.items()
-            for index in range(len(addresses))
-        ]
-        """,
-        check="2",
-        expect=r"a shell splits '--logdir=/shared/runs/run 2' at its space .*: quote each word",
+        _LINES.format(join='" ".join', words="[*host_flags, *extra_flags]"),
+        check="1",
+        expect=r"a shell splits '--logdir=/shared/runs/run 2' at its spaces .*: quote each word",
     ),
     Wrong(
-        2,
+        1,
         "an empty --chief_hosts= kept",
         """
         host_flags = [f"--{job}_hosts={','.join(addresses)}" for job, addresses in hosts.items()]
@@ -148,11 +66,11 @@ WRONG: list[Wrong] = [
             for index in range(len(addresses))
         ]
         """,
-        check="2",
+        check="1",
         expect=r"the launcher rejects it: --chief_hosts is empty",
     ),
     Wrong(
-        2,
+        1,
         "extra flags on the first line only",
         """
         jobs = {job: addresses for job, addresses in hosts.items() if addresses}
@@ -166,31 +84,19 @@ WRONG: list[Wrong] = [
         lines[0] += list(extra_flags)
         return [shlex.join(words) for words in lines]
         """,
-        check="2",
+        check="1",
         expect=r"--job_name=ps .*\nthe line lacks '--logdir=/shared/runs/run 2': every line ends "
         r"with extra_flags",
     ),
     Wrong(
-        2,
+        1,
         "extra flags as one word",
-        """
-        jobs = {job: addresses for job, addresses in hosts.items() if addresses}
-        host_flags = [f"--{job}_hosts={','.join(addresses)}" for job, addresses in jobs.items()]
-        return [
-            shlex.join(
-                ["python", "-m", "dpkit", "task", f"--job_name={job}", f"--task_index={index}"]
-                + [*host_flags, " ".join(extra_flags)]
-            )
-            for job, addresses in jobs.items()
-            for index in range(len(addresses))
-        ]
-        """,
-        check="2",
-        expect=r"reaches the launcher inside the word '--logdir=/shared/runs/run 2 "
-        r"--train_steps=500': each extra flag is a word of its own",
+        _LINES.format(join="shlex.join", words='[*host_flags, " ".join(extra_flags)]'),
+        check="1",
+        expect=r"the line holds an empty word \(''\): leave out what is empty",
     ),
     Wrong(
-        2,
+        1,
         "one --JOB_hosts flag per address",
         """
         jobs = {job: addresses for job, addresses in hosts.items() if addresses}
@@ -204,32 +110,57 @@ WRONG: list[Wrong] = [
             for index in range(len(addresses))
         ]
         """,
-        check="2",
+        check="1",
         expect=r"the launcher reads the worker addresses \['dpkit-worker-1\.dpkit-worker:2222'\]; "
         r"the cluster has \['dpkit-worker-0",
     ),
     Wrong(
-        2,
+        1,
         "the whole line quoted as one word",
+        _LINES.format(join='shlex.quote(" ".join', words="[*host_flags, *extra_flags])"),
+        check="1",
+        expect=r"a shell reads the first words as \['python -m dpkit task --job_name=chief",
+    ),
+    Wrong(
+        1,
+        "every word in double quotes",
         """
         jobs = {job: addresses for job, addresses in hosts.items() if addresses}
         host_flags = [f"--{job}_hosts={','.join(addresses)}" for job, addresses in jobs.items()]
         return [
-            shlex.quote(
-                " ".join(
-                    ["python", "-m", "dpkit", "task", f"--job_name={job}", f"--task_index={index}"]
-                    + [*host_flags, *extra_flags]
-                )
+            " ".join(
+                f'"{word}"'
+                for word in ["python", "-m", "dpkit", "task", f"--job_name={job}"]
+                + [f"--task_index={index}", *host_flags, *extra_flags]
             )
             for job, addresses in jobs.items()
             for index in range(len(addresses))
         ]
         """,
-        check="2",
-        expect=r"a shell reads the first words as \['python -m dpkit task --job_name=chief",
+        check="1",
+        expect=r"a shell acts on '\$' in it .*: quote each word with shlex\.quote",
     ),
     Wrong(
-        2,
+        1,
+        "only the words with a space quoted",
+        """
+        jobs = {job: addresses for job, addresses in hosts.items() if addresses}
+        host_flags = [f"--{job}_hosts={','.join(addresses)}" for job, addresses in jobs.items()]
+        return [
+            " ".join(
+                shlex.quote(word) if " " in word else word
+                for word in ["python", "-m", "dpkit", "task", f"--job_name={job}"]
+                + [f"--task_index={index}", *host_flags, *extra_flags]
+            )
+            for job, addresses in jobs.items()
+            for index in range(len(addresses))
+        ]
+        """,
+        check="1",
+        expect=r"a shell acts on '\[' in it",
+    ),
+    Wrong(
+        1,
         "one text, not a list of lines",
         """
         jobs = {job: addresses for job, addresses in hosts.items() if addresses}
@@ -243,70 +174,213 @@ WRONG: list[Wrong] = [
             for index in range(len(addresses))
         )
         """,
-        check="2",
+        check="1",
         expect=r"return a list of lines, not <class 'str'>",
     ),
-    # 3. start the tasks (each attempt, and the rerun of the solution after it, starts a
-    # cluster: keep this part of the table short)
+    Wrong(
+        1,
+        "task index counted across jobs",
+        """
+        jobs = {job: addresses for job, addresses in hosts.items() if addresses}
+        host_flags = [f"--{job}_hosts={','.join(addresses)}" for job, addresses in jobs.items()]
+        names = [job for job, addresses in jobs.items() for _ in addresses]
+        return [
+            shlex.join(
+                ["python", "-m", "dpkit", "task", f"--job_name={job}", f"--task_index={index}"]
+                + [*host_flags, *extra_flags]
+            )
+            for index, job in enumerate(names)
+        ]
+        """,
+        check="1",
+        expect=r"--job_name=ps --task_index=1 .*\nthe launcher rejects it: ",
+    ),
+    Wrong(
+        1,
+        "extra flags first",
+        _LINES.format(join="shlex.join", words="[*host_flags]").replace(
+            '"task", ', '"task", *extra_flags, '
+        ),
+        check="1",
+        expect=r"the extra flags \('--logdir=/shared/runs/run 2', '--train_steps=500'\) come last|"
+        r"the extra flags \['--logdir=/shared/runs/run 2', '--train_steps=500'\] come last",
+    ),
+    # 2. dataset_fn
+    Wrong(
+        2,
+        "no shard: every worker reads everything",
+        f"""
+        examples = tf.data.Dataset.from_tensor_slices((x, y))
+        return examples.batch({_PER_REPLICA})
+        """,
+        check="2a",
+        expect=r"2 workers, 1 replica\(s\) each, global batch 10: both workers read the same "
+        r"examples \[0, 1, 2, 3, 4\]\.\.\.: give each its own shard",
+    ),
+    Wrong(
+        2,
+        "batched by the global batch",
+        f"""
+        examples = tf.data.Dataset.from_tensor_slices((x, y))
+        return examples.{_SHARD}.batch(global_batch)
+        """,
+        check="2a",
+        expect=r"your batches hold \[5, 10\] examples; each replica takes global_batch / "
+        r"num_replicas_in_sync = 5",
+    ),
+    Wrong(
+        2,
+        "two workers typed in",
+        f"""
+        examples = tf.data.Dataset.from_tensor_slices((x, y))
+        return examples.{_SHARD}.batch(global_batch // 2)
+        """,
+        check="2a",
+        expect=r"3 workers, 1 replica\(s\) each, global batch 12: your batches hold \[2, 6\] "
+        r"examples; each replica takes .* = 4",
+    ),
+    Wrong(
+        2,
+        "sharded by replica, not by input pipeline",
+        f"""
+        examples = tf.data.Dataset.from_tensor_slices((x, y))
+        mine = examples.shard(input_context.num_replicas_in_sync, input_context.input_pipeline_id)
+        return mine.batch({_PER_REPLICA})
+        """,
+        check="2a",
+        expect=r"2 workers, 2 replica\(s\) each, global batch 8: the workers' datasets hold "
+        r"\[3, 3\] batches; each worker feeds its replicas 3 steps of 8 examples, 6 batches",
+    ),
+    Wrong(
+        2,
+        "each worker the contiguous half of the data",
+        f"""
+        n = len(x) // input_context.num_input_pipelines
+        start = input_context.input_pipeline_id * n
+        mine = tf.data.Dataset.from_tensor_slices((x[start : start + n], y[start : start + n]))
+        return mine.batch({_PER_REPLICA})
+        """,
+        check="2a",
+        expect=r"at step 0 the replicas read examples \[0, 1, 2, 3, 4, 15, 16, 17, 18, 19\]; one "
+        r"device reads global batch 0",
+    ),
+    Wrong(
+        2,
+        "shuffled on each worker",
+        f"""
+        examples = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(x))
+        return examples.{_SHARD}.batch({_PER_REPLICA})
+        """,
+        check="2a",
+        expect=r"(at step 0 the replicas read examples|both workers read the same examples)",
+    ),
+    Wrong(
+        2,
+        "the per-replica batch as global over workers",
+        f"""
+        examples = tf.data.Dataset.from_tensor_slices((x, y))
+        return examples.{_SHARD}.batch(global_batch // input_context.num_input_pipelines)
+        """,
+        check="2a",
+        expect=r"2 workers, 2 replica\(s\) each, global batch 8: your batches hold \[4\] examples; "
+        r"each replica takes global_batch / num_replicas_in_sync = 2",
+    ),
+    Wrong(
+        2,
+        "shard's arguments swapped",
+        f"""
+        examples = tf.data.Dataset.from_tensor_slices((x, y))
+        mine = examples.shard(input_context.input_pipeline_id, input_context.num_input_pipelines)
+        return mine.batch({_PER_REPLICA})
+        """,
+        check="2a",
+        expect=r"your dataset_fn failed for input pipeline 0: InvalidArgumentError: .*Number of "
+        r"shards must be greater than zero",
+    ),
+    # 3. replica_step
     Wrong(
         3,
-        "drops the quoted --logdir word (read in check 3b)",
-        """
-        for line in commands:
-            args = [word for word in shlex.split(line)[4:] if " " not in word]
-            group.start(launcher.parse(args, {}).name, "task", *args)
-        """,
-        check="3b",
-        # first of part 3: the log folder is gone (the notebook's last cell removed it), so it
-        # holds no checkpoint; after another part-3 attempt it holds an earlier run's
-        expect=r"(holds no checkpoint, so there is none saved by the chief|an earlier run's "
-        r"checkpoint: this run's chief wrote to 'runs/task').*the chief writes to the --logdir "
-        r"of its line \(see check 3a\)",
+        "the mean of the worker's own batch",
+        _STEP.format(loss="tf.reduce_mean(per_example)", update=_APPLY),
+        check="2b",
+        expect=r"the workers vs one device: differ .*moved twice as far as one device's: did "
+        r"you divide the loss by the worker's own batch",
     ),
     Wrong(
         3,
-        "tasks named by line number",
-        """
-        for i, line in enumerate(commands):
-            group.start(f"task{i}", "task", *shlex.split(line)[4:])
-        """,
-        check="3a",
-        expect=r"the tasks are named \['task0', 'task1', 'task2', 'task3'\]; name each job:index",
+        "the per-worker batch as global_batch_size",
+        _STEP.format(
+            loss="tf.nn.compute_average_loss(per_example, global_batch_size=tf.shape(x)[0])",
+            update=_APPLY,
+        ),
+        check="2b",
+        expect=r"moved twice as far as one device's",
     ),
     Wrong(
         3,
-        "the whole line's words as arguments",
-        """
-        for line in commands:
-            words = shlex.split(line)
-            group.start(launcher.parse(words[4:], {}).name, "task", *words)
-        """,
-        check="3a",
-        expect=r"task chief:0 got the arguments \['python', '-m', 'dpkit', 'task', .*they start "
-        r'with "python -m dpkit task"',
+        "gradients applied on the chief only",
+        _STEP.format(
+            loss=_GLOBAL,
+            update="if tf.distribute.get_strategy().cluster_resolver.task_id == 0:\n    " + _APPLY,
+        ),
+        check="2b",
+        expect=r"a worker process failed: .*the workers' collectives did not match: .*not on the "
+        r"chief only",
     ),
     Wrong(
         3,
-        "split at spaces, not as a shell would",
+        "Keras's mean loss fed to compute_average_loss",
         """
-        for line in commands:
-            args = line.split()[4:]
-            group.start(launcher.parse(args, {}).name, "task", *args)
+        with tf.GradientTape() as tape:
+            logits = model(x, training=True)
+            mean = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(y, logits)
+            loss = tf.nn.compute_average_loss(mean, global_batch_size=global_batch)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
         """,
-        check="3a",
-        expect=r"no task was started: .*the lines hold quoted words",
+        check="2b",
+        expect=r"a worker process failed: .*compute_average_loss takes the per-example losses",
     ),
     Wrong(
         3,
-        "drops the quoted --logdir word",
-        """
-        for line in commands:
-            args = [word for word in shlex.split(line)[4:] if " " not in word]
-            group.start(launcher.parse(args, {}).name, "task", *args)
-        """,
-        check="3a",
-        expect=r"the chief wrote its checkpoints to 'runs/task', not to the log folder its line "
-        r"names, '.*run 1'",
+        "the notebook's GLOBAL_BATCH, not the argument",
+        _STEP.format(
+            loss="tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH)",
+            update=_APPLY,
+        ),
+        check="2b",
+        expect=r"failed: name 'GLOBAL_BATCH' is not defined; .*nothing else from the notebook",
+    ),
+    Wrong(
+        3,
+        "the loss computed, never applied",
+        _STEP.format(loss=_GLOBAL, update="del grads"),
+        check="2b",
+        expect=r"the weights never moved: apply the gradients",
+    ),
+    Wrong(
+        3,
+        "gradients all-reduced before apply_gradients",
+        _STEP.format(
+            loss=_GLOBAL,
+            update='grads = tf.distribute.get_replica_context().all_reduce("sum", grads)\n'
+            + _APPLY,
+        ),
+        check="2b",
+        expect=r"moved twice as far .*or all-reduce the gradients before apply_gradients",
+    ),
+    Wrong(
+        3,
+        "each worker's own gradients, by assign_sub",
+        _STEP.format(
+            loss=_GLOBAL,
+            update="for variable, grad in zip(model.trainable_variables, grads):\n"
+            "    variable.assign_sub(optimizer.learning_rate * grad)",
+        ),
+        check="2b",
+        expect=r"worker 1's weights vs worker 0's: differ .*Every worker applies the same update, "
+        r"the gradients summed over the workers \(apply_gradients all-reduces them",
     ),
     # 4. steps_from_checkpoint
     Wrong(
@@ -316,7 +390,7 @@ WRONG: list[Wrong] = [
         reader = tf.train.load_checkpoint(logdir)
         return int(reader.get_tensor("save_counter/.ATTRIBUTES/VARIABLE_VALUE"))
         """,
-        check="3b",
+        check="3",
         expect=r"you read 11: the number of saves",
     ),
     Wrong(
@@ -325,7 +399,7 @@ WRONG: list[Wrong] = [
         """
         return int(tf.train.latest_checkpoint(logdir).rsplit("-", 1)[1])
         """,
-        check="3b",
+        check="3",
         expect=r"you read 11: the number of saves .*not the step saved in it, 7",
     ),
     Wrong(
@@ -337,7 +411,7 @@ WRONG: list[Wrong] = [
         (key,) = [k for k in reader.get_variable_to_shape_map() if k.startswith("global_step")]
         return int(reader.get_tensor(key))
         """,
-        check="3b",
+        check="3",
         expect=r"you read 31, the step in ckpt-9, an older checkpoint; the newest, ckpt-11, "
         r"holds 7",
     ),
@@ -352,7 +426,7 @@ WRONG: list[Wrong] = [
         (key,) = [k for k in reader.get_variable_to_shape_map() if k.startswith("global_step")]
         return int(reader.get_tensor(key))
         """,
-        check="3b",
+        check="3",
         expect=r"you read 31, the step in ckpt-9, an older checkpoint",
     ),
     Wrong(
@@ -362,8 +436,8 @@ WRONG: list[Wrong] = [
         reader = tf.train.load_checkpoint(logdir)
         return int(reader.get_tensor("global_step/.ATTRIBUTES/VARIABLE_VALUE"))
         """,
-        check="3b",
-        expect=r"a checkpoint saved by name \(TF1's Saver\): NotFoundError: .*; its keys are "
+        check="3",
+        expect=r"a checkpoint saved by name \(TF1 Saver\): NotFoundError: .*; its keys are "
         r"\['global_step'\]",
     ),
     Wrong(
@@ -374,7 +448,38 @@ WRONG: list[Wrong] = [
         (key,) = [k for k in reader.get_variable_to_shape_map() if k.split("/")[0] == "global_step"]
         return reader.get_tensor(key)
         """,
-        check="3b",
+        check="3",
         expect=r"saved by object .*: return an int, not numpy\.int64 \(",
+    ),
+    Wrong(
+        4,
+        "the first variable that is not save_counter",
+        """
+        reader = tf.train.load_checkpoint(logdir)
+        keys = sorted(reader.get_variable_to_shape_map())
+        (key, *_) = [k for k in keys if not k.startswith(("save_counter", "_CHECKPOINTABLE"))]
+        return int(reader.get_tensor(key))
+        """,
+        check="3",
+        expect=r"you read 13, another int64 of the checkpoint \('epoch'\)",
+    ),
+    Wrong(
+        4,
+        "the step of the first run typed in",
+        "return 7",
+        check="3",
+        expect=r"you read 7; ckpt-11 holds step 64",
+    ),
+    Wrong(
+        4,
+        "restored into a new variable by object",
+        """
+        step = tf.Variable(0, dtype=tf.int64)
+        checkpoint = tf.train.Checkpoint(global_step=step)
+        checkpoint.restore(tf.train.latest_checkpoint(logdir)).expect_partial()
+        return int(step.numpy())
+        """,
+        check="3",
+        expect=r"you read 0 from TF1's checkpoint; its global step is 77",
     ),
 ]
