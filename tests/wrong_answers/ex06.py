@@ -29,42 +29,71 @@ def _summaries(std=_POPULATION, hist="values", scoped=True):
 
 # The solution's reader with one piece swapped.
 _READER = """
-reader = event_accumulator.EventAccumulator(str(folder){guidance})
+reader = event_accumulator.EventAccumulator({path}{guidance})
 {reload}
-events = reader.{method}(tag)
+events = {order}
 steps = [int(e.step) for e in events]
 values = [{value} for e in events]
 return steps, values
 """
+_SORTED = "sorted(reader.{method}(tag), key=lambda e: e.step)"
+_NEWEST = "sorted(tf.io.gfile.glob(f'{folder}/*tfevents*'))[-1]"
 
 
 def _reader(
+    path="str(folder)",
     guidance=", size_guidance={event_accumulator.TENSORS: 0}",
     reload="reader.Reload()",
     method="Tensors",
+    order=_SORTED,
     value="float(tensor_util.make_ndarray(e.tensor_proto))",
 ):
-    return _READER.format(guidance=guidance, reload=reload, method=method, value=value)
+    return _READER.format(
+        path=path,
+        guidance=guidance,
+        reload=reload,
+        order=order.format(method=method),
+        value=value,
+    )
 
 
-# The solution's counter with the filter or the key swapped.
-_COUNTER = """
-counts = {{}}
-for op in placed:
-    if {keep}:
-        spec = tf.DeviceSpec.from_string(op.device)
-        key = {key}
-        counts[key] = counts.get(key, 0) + 1
-return counts
+# The solution's loop with the reduction, the step, the place of the summary or the flush
+# swapped.
+_LOOP = """
+@tf.function
+def step(x, y):
+    at = {at}
+    per_example = strategy.run({replica}, args=(x, y))
+    loss = {loss}
+    {write}
+
+for x, y in dataset:
+    step(x, y)
+{flush}
 """
+_WRITE = 'with writer.as_default():\n        tf.summary.scalar("loss", loss, step=at)'
+_REPLICA_MEAN = "lambda x, y: tf.reduce_mean(replica_step(x, y))"
+_MEAN = "strategy.reduce(tf.distribute.ReduceOp.MEAN, per_example, axis=0)"
 
 
-def _counter(
-    keep='"Conv2D" in op.type and "Backprop" not in op.type',
-    key="(spec.device_type, spec.device_index)",
+def _loop(
+    at="tf.identity(optimizer.iterations)",
+    replica="replica_step",
+    loss=_MEAN,
+    write=_WRITE,
+    flush="writer.flush()",
 ):
-    return _COUNTER.format(keep=keep, key=key)
+    return _LOOP.format(at=at, replica=replica, loss=loss, write=write, flush=flush)
 
+
+# Answer 3 with the summary written inside the replicas' function.
+_IN_REPLICA = """
+def logged(x, y, at):
+    per_example = replica_step(x, y)
+    with writer.as_default():
+        tf.summary.scalar("loss", tf.reduce_mean(per_example), step=at)
+    return per_example
+"""
 
 WRONG: list[Wrong] = [
     # 1. my_variable_summaries
@@ -91,7 +120,7 @@ WRONG: list[Wrong] = [
         _summaries(scoped=False),
         check="1",
         expect=r"the tags \['histogram', 'max', 'mean', 'min', 'stddev'\] are not under the name "
-        r"scopes \['conv1_kernel', 'shifted_kernel'\]",
+        r"scopes \['conv1_kernel', 'shifted_kernel', 'dense_bias'\]",
     ),
     Wrong(
         1,
@@ -119,9 +148,13 @@ WRONG: list[Wrong] = [
     Wrong(
         1,
         "dpkit's variable_summaries",
-        "summaries.variable_summaries(values, name=name, step=step)",
+        """
+        from dpkit import summaries
+
+        summaries.variable_summaries(values, name=name, step=step)
+        """,
         check="1",
-        expect=r"calls dpkit's summaries.variable_summaries: write the summaries yourself",
+        expect=r"calls dpkit's summaries.variable_summaries: the exercise is to write it yourself",
     ),
     Wrong(
         1,
@@ -142,7 +175,7 @@ WRONG: list[Wrong] = [
         "the default summary step set and left set",
         "tf.summary.experimental.set_step(step)\n" + _summaries().replace(", step=step)", ")"),
         check="1",
-        expect=r"left TensorFlow's default summary step at 3 \(it was None\)",
+        expect=r"left TensorFlow's default summary step at 11 \(it was None\)",
     ),
     Wrong(
         1,
@@ -157,14 +190,36 @@ WRONG: list[Wrong] = [
         "default size_guidance",
         _reader(guidance=""),
         check="2",
-        expect=r"read 10 of the 150 values written: .*as many as size_guidance says",
+        expect=r"read 10 of the 1500 values written: .*as many as size_guidance says",
+    ),
+    Wrong(
+        2,
+        "a size_guidance of 1000",
+        _reader(guidance=", size_guidance={event_accumulator.TENSORS: 1000}"),
+        check="2",
+        expect=r"read 1000 of the 1500 values written",
+    ),
+    Wrong(
+        2,
+        "only the newest event file",
+        _reader(path=_NEWEST),
+        check="2",
+        expect=r"your 800 values all come from one event file \(events\.out\.tfevents\.1700000300"
+        r"\.host\.v2\) of the 3 in the folder, which hold 1500: .*read every one",
+    ),
+    Wrong(
+        2,
+        "only the first event file",
+        _reader(path=_NEWEST.replace("[-1]", "[0]")),
+        check="2",
+        expect=r"your 700 values all come from one event file \(events\.out\.tfevents\.1700000100",
     ),
     Wrong(
         2,
         "size_guidance for scalars",
         _reader(guidance=", size_guidance={event_accumulator.SCALARS: 0}"),
         check="2",
-        expect=r"read 10 of the 150 values written: .*the kind of event a scalar is stored as",
+        expect=r"read 10 of the 1500 values written: .*the kind of event a scalar is stored as",
     ),
     Wrong(
         2,
@@ -178,21 +233,21 @@ WRONG: list[Wrong] = [
         "no Reload",
         _reader(reload=""),
         check="2",
-        expect=r"raised KeyError .*it has not read the files \(Reload\)",
+        expect=r"raised KeyError .*has not read the files \(Reload\)",
     ),
     Wrong(
         2,
         "float_val of a tensor_content proto",
         _reader(value="e.tensor_proto.float_val[0]"),
         check="2",
-        expect=r"read_scalars raised IndexError: .*its float_val list is empty",
+        expect=r"raised IndexError .*its float_val list is empty",
     ),
     Wrong(
         2,
         "NumPy arrays, not numbers",
         _reader(value="tensor_util.make_ndarray(e.tensor_proto)"),
         check="2",
-        expect=r"values holds numpy\.ndarray items: return plain Python numbers",
+        expect=r"values holds numpy\.ndarray items .*: return plain Python numbers",
     ),
     Wrong(
         2,
@@ -205,18 +260,13 @@ WRONG: list[Wrong] = [
         2,
         "dpkit's summaries.read",
         """
+        from dpkit import summaries
+
         steps, values = summaries.read(folder)["."].scalar(tag)
         return steps.tolist(), values.tolist()
         """,
         check="2",
-        expect=r"read_scalars calls dpkit's summaries.read: read the files with TensorBoard's",
-    ),
-    Wrong(
-        2,
-        "a size_guidance of 100",
-        _reader(guidance=", size_guidance={event_accumulator.TENSORS: 100}"),
-        check="2",
-        expect=r"read 100 of the 150 values written",
+        expect=r"your code calls dpkit's summaries.read: the exercise is to write it yourself",
     ),
     Wrong(
         2,
@@ -227,12 +277,8 @@ WRONG: list[Wrong] = [
     ),
     Wrong(
         2,
-        "pairs sorted by value",
-        _reader().replace(
-            "return steps, values",
-            "pairs = sorted(zip(steps, values), key=lambda p: p[1])\n"
-            "return [p[0] for p in pairs], [p[1] for p in pairs]",
-        ),
+        "in the order of the files, not of the steps",
+        _reader(order="reader.{method}(tag)"),
         check="2",
         expect=r"the \(step, value\) pairs are right but in another order",
     ),
@@ -248,14 +294,16 @@ WRONG: list[Wrong] = [
         "float steps",
         _reader().replace("int(e.step)", "float(e.step)"),
         check="2",
-        expect=r"steps holds builtins\.float items \(0\.0\): a step is a whole number",
+        expect=r"steps holds builtins\.float items \(0\.0\): return Python ints",
     ),
     Wrong(
         2,
-        "the event files decoded by hand",
+        "the event files decoded by hand, in file order, sub-folders too",
         """
         steps, values = [], []
-        for path in sorted(tf.io.gfile.glob(f"{folder}/*tfevents*")):
+        import pathlib
+
+        for path in sorted(pathlib.Path(folder).rglob("*tfevents*")):
             for event in tf.compat.v1.train.summary_iterator(str(path)):
                 for v in event.summary.value:
                     if v.tag == tag:
@@ -264,64 +312,195 @@ WRONG: list[Wrong] = [
         return steps, values
         """,
         check="2",
-        expect=r"read_scalars made no event_accumulator\.EventAccumulator",
-    ),
-    # 3. convolutions_per_device
-    Wrong(
-        3,
-        "only the type Conv2D",
-        _counter(keep='op.type == "Conv2D"'),
-        check="3",
-        expect=r"\('CPU', 0\): you found no convolutions; .*'_FusedConv2D'.*renames \(fuses\)",
+        expect=r"the \(step, value\) pairs are right but in another order",
     ),
     Wrong(
-        3,
-        "backprop convolutions counted",
-        _counter(keep='"Conv2D" in op.type'),
-        check="3",
-        expect=r"\('CPU', 0\): 5 convolutions, expected 2: you also count the 3 backprop",
+        2,
+        "every tag that contains the name",
+        """
+        reader = event_accumulator.EventAccumulator(
+            str(folder), size_guidance={event_accumulator.TENSORS: 0}
+        )
+        reader.Reload()
+        events = sorted(
+            (e for t in reader.Tags()["tensors"] if tag in t for e in reader.Tensors(t)),
+            key=lambda e: e.step,
+        )
+        return [int(e.step) for e in events], [
+            float(tensor_util.make_ndarray(e.tensor_proto)) for e in events
+        ]
+        """,
+        check="2",
+        expect=r"pair\(s\) never written under this tag in this folder.*not tags that contain it",
     ),
+    # 3. train_and_log
     Wrong(
         3,
-        "keyed by the device string",
-        _counter(key="op.device"),
+        "the replicas' means summed",
+        _loop(
+            replica=_REPLICA_MEAN,
+            loss="strategy.reduce(tf.distribute.ReduceOp.SUM, per_example, axis=None)",
+        ),
         check="3",
-        expect=r"your key '/job:localhost/replica:0/task:0/device:CPU:0', expected keys like "
-        r"\('CPU', 0\): key by \(device_type, device_index\)",
-    ),
-    Wrong(
-        3,
-        "keyed by the device index",
-        _counter(key="spec.device_index"),
-        check="3",
-        expect=r"your key 0, expected keys like \('CPU', 0\): key by \(device_type, device_index\)",
-    ),
-    Wrong(
-        3,
-        "conv in the op name",
-        _counter(keep='"conv" in op.name'),
-        check="3",
-        expect=r"\('CPU', 0\): \d+ convolutions, expected 2",
+        expect=r"on 2 replica\(s\).*at step 0 you logged .*: 2\.00 times the loss: you summed",
     ),
     Wrong(
         3,
-        "only the fused type",
-        _counter(keep='op.type == "_FusedConv2D"'),
+        "a mean of the replicas' means",
+        _loop(
+            replica=_REPLICA_MEAN,
+            loss="strategy.reduce(tf.distribute.ReduceOp.MEAN, per_example, axis=None)",
+        ),
         check="3",
-        expect=r"you count \{\}, expected \{\('CPU', 0\): 1\}: a Conv2D is a forward convolution",
+        expect=r"on 2 replica\(s\).*at step 2 .*right on the full batches, wrong on the last one",
     ),
     Wrong(
         3,
-        "the device type in lower case",
-        _counter(key="(spec.device_type.lower(), spec.device_index)"),
+        "the summary inside the replicas' function",
+        _IN_REPLICA
+        + _loop(replica="logged", loss="None", write="pass").replace(
+            "args=(x, y)", "args=(x, y, at)"
+        ),
         check="3",
-        expect=r"your key \('cpu', 0\).*DeviceSpec spells the device type 'CPU'",
+        expect=r"on 2 replica\(s\), the optimizer at step 0: at step 0 you logged",
     ),
     Wrong(
         3,
-        "the index as text",
-        _counter(key="tuple(op.device.split('device:')[-1].split(':'))"),
+        "a step counter of its own",
+        """
+        @tf.function
+        def step(x, y, at):
+            per_example = strategy.run(replica_step, args=(x, y))
+            loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_example, axis=0)
+            with writer.as_default():
+                tf.summary.scalar("loss", loss, step=at)
+
+        for at, (x, y) in enumerate(dataset):
+            step(x, y, tf.constant(at, tf.int64))
+        writer.flush()
+        """,
         check="3",
-        expect=r"your key \('CPU', '0'\).*the index is a str",
+        expect=r"on 1 replica\(s\), the optimizer at step 7: you logged steps \[0, 1, 2\], "
+        r"expected \[7, 8, 9\]: your steps start at 0",
+    ),
+    Wrong(
+        3,
+        "the step read after the update",
+        _loop(at="None", write=_WRITE.replace("step=at", "step=optimizer.iterations")),
+        check="3",
+        expect=r"you logged steps \[8, 9, 10\], expected \[7, 8, 9\]: each is one ahead",
+    ),
+    Wrong(
+        3,
+        "a default writer set for good, never flushed",
+        _loop(write='tf.summary.scalar("loss", loss, step=at)', flush="").replace(
+            "@tf.function", "writer.set_as_default()\n\n@tf.function"
+        ),
+        check="3",
+        expect=r"on 1 replica\(s\), the optimizer at step 7: train_and_log left its writer as "
+        r"TensorFlow's default writer \(set_as_default\)",
+    ),
+    Wrong(
+        3,
+        "no default writer",
+        _loop(write='tf.summary.scalar("loss", loss, step=at)'),
+        check="3",
+        expect=r"the writer holds no scalar tagged 'loss'",
+    ),
+    Wrong(
+        3,
+        "one summary per replica's result",
+        _loop(
+            loss="strategy.experimental_local_results(per_example)",
+            write="with writer.as_default():\n"
+            "        for part in loss:\n"
+            '            tf.summary.scalar("loss", tf.reduce_mean(part), step=at)',
+        ),
+        check="3",
+        expect=r"on 2 replica\(s\).*you wrote 2 losses at step 0: write the loss once per step",
+    ),
+    # found by red-teaming: answers the checks were not first written for
+    Wrong(
+        1,
+        "the values cast to float16",
+        "values = tf.cast(values, tf.float16)\n" + _summaries(),
+        check="1",
+        expect=r"conv1_kernel/stddev: 0\.\d+, NumPy says 0\.\d+ .*differ",
+    ),
+    Wrong(
+        2,
+        "sorted by wall time",
+        _reader(order="sorted(reader.{method}(tag), key=lambda e: e.wall_time)"),
+        check="2",
+        expect=r"the \(step, value\) pairs are right but in another order",
+    ),
+    Wrong(
+        2,
+        "the newest file by modification time",
+        _reader(path="max(tf.io.gfile.glob(f'{folder}/*tfevents*'), key=os.path.getmtime)"),
+        check="2",
+        expect=r"your 800 values all come from one event file",
+    ),
+    Wrong(
+        2,
+        "a reader per file, each asked for the tag",
+        """
+        steps, values = [], []
+        for path in sorted(tf.io.gfile.glob(f"{folder}/*tfevents*")):
+            reader = event_accumulator.EventAccumulator(
+                path, size_guidance={event_accumulator.TENSORS: 0}
+            )
+            reader.Reload()
+            for e in reader.Tensors(tag):
+                steps.append(int(e.step))
+                values.append(float(tensor_util.make_ndarray(e.tensor_proto)))
+        return steps, values
+        """,
+        check="2",
+        expect=r"raised KeyError .*a file that does not hold the tag",
+    ),
+    Wrong(
+        3,
+        "divided by the first replica's batch times the replicas",
+        _loop(
+            loss="strategy.reduce(tf.distribute.ReduceOp.SUM, per_example, axis=0) / tf.cast("
+            "strategy.num_replicas_in_sync * "
+            "tf.shape(strategy.experimental_local_results(x)[0])[0], tf.float32)"
+        ),
+        check="3",
+        expect=r"on 2 replica\(s\).*at step 2 .*right on the full batches, wrong on the last one",
+    ),
+    Wrong(
+        3,
+        "the iterations variable, not its value before the update",
+        _loop(at="optimizer.iterations"),
+        check="3",
+        expect=r"you logged steps \[8, 9, 10\], expected \[7, 8, 9\]: each is one ahead",
+    ),
+    Wrong(
+        3,
+        "the last loss written again at the end",
+        _loop()
+        + "with writer.as_default():\n"
+        + '    tf.summary.scalar("loss", 0.0, step=optimizer.iterations - 1)',
+        check="3",
+        expect=r"you wrote 2 losses at step 9",
+    ),
+    Wrong(
+        3,
+        "replica_step run twice",
+        _loop().replace(
+            "    per_example = strategy.run(",
+            "    strategy.run(replica_step, args=(x, y))\n    per_example = strategy.run(",
+        ),
+        check="3",
+        expect=r"you logged steps \[7, 9, 11\], expected \[7, 8, 9\]",
+    ),
+    Wrong(
+        3,
+        "the writer closed, not flushed",
+        _loop(flush="writer.close()"),
+        check="3",
+        expect=r"train_and_log closed the writer it was given",
     ),
 ]

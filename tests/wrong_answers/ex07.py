@@ -26,28 +26,22 @@ def _config(job_check=_JOB_CHECK, bad_index="not 0 <= index < size", last="size 
     return _CONFIG.format(job_check=job_check, bad_index=bad_index, last=last, result=result)
 
 
-# The solution's count_steps with the counter made elsewhere, updated otherwise, or not awaited.
-_COUNT = """
-strategy = coordinator.strategy
-{make}
-
-@tf.function
-def step():
-    strategy.run(lambda: {update})
-
-for _ in range(steps):
-    coordinator.schedule(step)
-{join}
-return int(counter.numpy())
+# The solution's shard_shapes with the count, its limits or the rows swapped.
+_SHARDS = """
+rows = shape[0]
+size = math.prod(shape) * tf.as_dtype(dtype).size
+shards = max(1, {limits})
+base, extra = divmod(rows, shards)
+return [({rows}, *shape[1:]) for k in range(shards)]
 """
 
 
-def _count(
-    make="with strategy.scope():\n    counter = tf.Variable(0, dtype=tf.int64)",
-    update="counter.assign_add(1)",
-    join="coordinator.join()",
+def _shards(
+    count="math.ceil(size / min_shard_bytes)",
+    limits="min(rows, max_shards, {count})",
+    rows="base + (k < extra)",
 ):
-    return _COUNT.format(make=make, update=update, join=join)
+    return _SHARDS.format(limits=limits.format(count=count), rows=rows)
 
 
 WRONG: list[Wrong] = [
@@ -57,36 +51,37 @@ WRONG: list[Wrong] = [
         "no validation",
         f"return {_TEXT}",
         check="1",
-        expect=r"worker index 3 must raise ValueError",
+        expect=r"chief index 1 must raise ValueError: the job 'chief' has 1 task\(s\)",
     ),
     Wrong(
         1,
         "index up to the size",
         _config(bad_index="not 0 <= index <= size"),
         check="1",
-        expect=r"worker index 3 must raise ValueError",
+        expect=r"chief index 1 must raise ValueError: the job 'chief' has 1 task\(s\)",
     ),
     Wrong(
         1,
         "negative index accepted",
         _config(bad_index="index >= size"),
         check="1",
-        expect=r"worker index -1 must raise ValueError",
+        expect=r"chief index -1 must raise ValueError",
     ),
     Wrong(
         1,
         "valid index rejected",
         _config(bad_index="not 0 <= index < size - 1"),
         check="1",
-        expect=r"chief:0 is a task of CLUSTER, yet you raised: chief index must be 0 to 0",
+        expect=r"chief:0 is a task of \['chief', 'ps', 'worker'\], yet you raised: "
+        r"chief index must be 0 to 0",
     ),
     Wrong(
         1,
         "range named 0 to size",
         _config(last="size"),
         check="1",
-        expect=r"name the valid range '0 to 2' of job 'worker' in the message: "
-        r"worker index must be 0 to 3",
+        expect=r"name the valid range '0 to 0' of job 'chief' in the message: "
+        r"chief index must be 0 to 1",
     ),
     Wrong(
         1,
@@ -115,7 +110,7 @@ WRONG: list[Wrong] = [
         "task id key",
         _config(result=_TEXT.replace('"index": index', '"id": index')),
         check="1",
-        expect=r"chief:0: TensorFlow reads the task as chief:None",
+        expect=r"chief:0 of \[.*\] jobs: TensorFlow reads the task as chief:None",
     ),
     # 2. predict_ps
     Wrong(
@@ -147,8 +142,7 @@ WRONG: list[Wrong] = [
         "alphabetical order",
         "return {name: k % num_ps for k, name in enumerate(sorted(variable_names))}",
         check="2",
-        # with 2 ps the sorted names happen to take the same turns; 3 ps tell them apart
-        expect=r"3 ps: global_step, variable 0 in creation order, is on ps task 0; you predict 1",
+        expect=r"2 ps: global_step, variable 0 in creation order, is on ps task 0; you predict 1",
     ),
     Wrong(
         2,
@@ -157,71 +151,27 @@ WRONG: list[Wrong] = [
         check="2",
         expect=r"global_step: '/job:ps/task:0'; predict the index of the ps task, an int",
     ),
-    # 3. count_steps (each run starts a local cluster: a few seconds)
-    Wrong(
-        3,
-        "read then assign",
-        _count(update="counter.assign(counter + 1)"),
-        check="3",
-        expect=r"count_steps\(coordinator, 60\): the step writes the counter back with assign "
-        r"\(AssignVariableOp\)",
-    ),
-    Wrong(
-        3,
-        "counter outside strategy.scope()",
-        _count(make="counter = tf.Variable(0, dtype=tf.int64)"),
-        check="3",
-        expect=r"count_steps\(coordinator, 60\): the counter lives on '/job:chief/.*', not on a ps",
-    ),
-    Wrong(
-        3,
-        "no join",
-        _count(join=""),
-        check="3",
-        expect=r"count_steps\(coordinator, 60\) read the count before the scheduled steps had "
-        r"finished",
-    ),
-    Wrong(
-        3,
-        "a Python counter",
-        """
-        count = 0
-
-        @tf.function
-        def step():
-            nonlocal count
-            count += 1
-            return tf.constant(1)
-
-        for _ in range(steps):
-            coordinator.schedule(step)
-        coordinator.join()
-        return count
-        """,
-        check="3",
-        expect=r"count_steps\(coordinator, 60\) made no tf.Variable",
-    ),
     # found by a second pair of eyes
     Wrong(
         1,
         "the size taken from the number of jobs",
         _config().replace("size = len(cluster_dict[task_type])", "size = len(cluster_dict)"),
         check="1",
-        expect=r"ps index 2 must raise ValueError: the job 'ps' has 2 task\(s\)",
+        expect=r"worker:1 is a task of \['worker'\], yet you raised: worker index must be 0 to 0",
     ),
     Wrong(
         1,
         "a float index",
         _config(result=_TEXT.replace('"index": index', '"index": float(index)')),
         check="1",
-        expect=r"chief:0: the task index is written as a float, not an int",
+        expect=r"chief:0 of \[.*\] jobs: the task index is written as a float, not an int",
     ),
     Wrong(
         1,
         "str() of the dict",
         _config(result=_TEXT.replace("json.dumps(", "str(")),
         check="1",
-        expect=r"chief:0: your text is not JSON .*json\.dumps writes JSON",
+        expect=r"chief:0 of \[.*\] jobs: your text is not JSON .*json\.dumps writes JSON",
     ),
     Wrong(
         1,
@@ -233,18 +183,145 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"make_tf_config changed os\.environ\['TF_CONFIG'\]",
     ),
+    # 3. shard_shapes
     Wrong(
         3,
-        "a float counter",
-        _count(make="with strategy.scope():\n    counter = tf.Variable(0.0)"),
+        "the shard count rounded down",
+        _shards(count="size // min_shard_bytes"),
         check="3",
-        expect=r"the counter is a float32; a float32 stops counting exactly",
+        expect=r"shard_shapes\(\(1000, 64\), 'float32', 65536, 8\): 3 shard\(s\), TensorFlow cuts "
+        r"4: the variable is 256000 bytes, 3\.90625 times min_shard_bytes; TensorFlow rounds",
     ),
     Wrong(
         3,
-        "the steps asked for returned",
-        _count().replace("return int(counter.numpy())", "return int(steps)"),
+        "one shard more than the bytes fill",
+        _shards(count="size // min_shard_bytes + 1"),
         check="3",
-        expect=r"count_steps\(coordinator, 7\) returned 7, but the workers ran the step 8 times",
+        expect=r"shard_shapes\(\(8, 4\), 'float32', 32, 8\): 5 shard\(s\), TensorFlow cuts 4: "
+        r"the variable is 128 bytes, 4 times min_shard_bytes",
+    ),
+    Wrong(
+        3,
+        "max_shards ignored",
+        _shards(limits="min(rows, {count})"),
+        check="3",
+        expect=r"shard_shapes\(\(1000, 64\), 'float32', 65536, 2\): 4 shard\(s\), TensorFlow cuts "
+        r"2: no more shards than max_shards \(2\)",
+    ),
+    Wrong(
+        3,
+        "more shards than rows",
+        _shards(limits="min(max_shards, {count})"),
+        check="3",
+        expect=r"shard_shapes\(\(3, 4\), 'float32', 4, 8\): 8 shard\(s\), TensorFlow cuts 3: no "
+        r"more shards than max_shards \(8\) or rows \(3\)",
+    ),
+    Wrong(
+        3,
+        "the longer shards last",
+        _shards(rows="base + (k >= shards - extra)"),
+        check="3",
+        expect=r"shard_shapes\(\(10, 3\), 'float64', 48, 4\): \[\(2, 3\), \(2, 3\), \(3, 3\), "
+        r"\(3, 3\)\], TensorFlow's are .*: the longer shards come first",
+    ),
+    Wrong(
+        3,
+        "the remainder all on the last shard",
+        _shards(rows="base + (k == shards - 1) * extra"),
+        check="3",
+        expect=r"shard_shapes\(\(10, 3\), 'float64', 48, 4\): shards of \[2, 2, 2, 4\] rows \(10 "
+        r"in all\), TensorFlow's are \[3, 3, 2, 2\] of 10",
+    ),
+    Wrong(
+        3,
+        "elements counted as bytes",
+        _shards().replace(" * tf.as_dtype(dtype).size", ""),
+        check="3",
+        expect=r"shard_shapes\(\(1000, 64\), 'float32', 65536, 2\): 1 shard\(s\), TensorFlow cuts "
+        r"2: a variable this big is cut \(bytes = elements x 4\)",
+    ),
+    Wrong(
+        3,
+        "cut along the last axis",
+        """
+        size = math.prod(shape) * tf.as_dtype(dtype).size
+        shards = max(1, min(shape[-1], max_shards, math.ceil(size / min_shard_bytes)))
+        base, extra = divmod(shape[-1], shards)
+        return [(*shape[:-1], base + (k < extra)) for k in range(shards)]
+        """,
+        check="3",
+        expect=r"shard_shapes\(\(1000, 64\), 'float32', 65536, 2\): \[\(1000, 32\), \(1000, 32\)\]"
+        r": TensorFlow cuts along the first axis only",
+    ),
+    Wrong(
+        3,
+        "rows cut by ceiling, the last shard short",
+        _shards(rows="min(-(-rows // shards), rows - k * -(-rows // shards))"),
+        check="3",
+        expect=r"shard_shapes\(\(10, 3\), 'float64', 48, 4\): shards of \[3, 3, 3, 1\] rows",
+    ),
+    # found by red-teaming: answers the checks were not first written for
+    Wrong(
+        1,
+        "only the task's own job in the cluster",
+        _config(
+            result='json.dumps({"cluster": {task_type: cluster_dict[task_type]}, '
+            '"task": {"type": task_type, "index": index}})'
+        ),
+        check="1",
+        expect=r"chief:0 of \[.*\] jobs: TensorFlow reads the cluster \{'chief': \[",
+    ),
+    Wrong(
+        1,
+        "the index written as text",
+        _config(result=_TEXT.replace('"index": index', '"index": str(index)')),
+        check="1",
+        expect=r"the task index is written as a str, not an int",
+    ),
+    Wrong(
+        1,
+        "every job sized as the workers",
+        _config().replace(
+            "size = len(cluster_dict[task_type])", "size = len(cluster_dict['worker'])"
+        ),
+        check="1",
+        expect=r"ps:1 is a task of \['chief', 'ps', 'worker'\], yet you raised",
+    ),
+    Wrong(
+        2,
+        "turns dealt from the last variable",
+        "return {name: (len(variable_names) - 1 - k) % num_ps "
+        "for k, name in enumerate(variable_names)}",
+        check="2",
+        expect=r"2 ps: global_step, variable 0 in creation order, is on ps task 0; you predict 1",
+    ),
+    Wrong(
+        2,
+        "two ps whatever num_ps says",
+        "return {name: k % 2 for k, name in enumerate(variable_names)}",
+        check="2",
+        expect=r"3 ps: a_bias, variable 2 in creation order, is on ps task 2; you predict 0",
+    ),
+    Wrong(
+        3,
+        "the shard count rounded to the nearest",
+        _shards(count="round(size / min_shard_bytes)"),
+        check="3",
+        expect=r"shard_shapes\(\(100,\), 'float16', 64, 4\): 3 shard\(s\), TensorFlow cuts 4: "
+        r"the variable is 200 bytes, 3\.125 times min_shard_bytes; TensorFlow rounds that up",
+    ),
+    Wrong(
+        3,
+        "whole rows per min_shard_bytes",
+        _shards(count="math.ceil(rows / max(1, min_shard_bytes // (size // rows)))"),
+        check="3",
+        expect=r"shard_shapes\(\(9, 2\), 'float64', 40, 5\): 5 shard\(s\), TensorFlow cuts 4",
+    ),
+    Wrong(
+        3,
+        "four bytes an element whatever the dtype",
+        _shards().replace("tf.as_dtype(dtype).size", "4"),
+        check="3",
+        expect=r"shard_shapes\(\(10, 3\), 'float64', 48, 4\): 3 shard\(s\), TensorFlow cuts 4",
     ),
 ]
