@@ -299,7 +299,7 @@ def _failure(error: procs.TaskFailedError) -> AssertionError:
     return AssertionError(f"a worker process failed: {said[:500]}; {hint}")
 
 
-def check_two_workers(dataset_fn, replica_step, timeout: float = 120.0) -> str:
+def check_two_workers(dataset_fn, replica_step, timeout: float = 300.0) -> str:
     """``dataset_fn`` and ``replica_step`` as two ``MultiWorkerMirroredStrategy`` workers.
 
     Starts two worker processes on localhost (``TF_CONFIG`` for each; this module is their
