@@ -30,20 +30,18 @@ def _call(what: str, fn, *args, **kwargs):
 
 @contextlib.contextmanager
 def _refusing(cls, method: str, message: str):
-    """While the block runs, ``cls.<method>`` raises an AssertionError saying ``message``."""
+    """While the block runs, ``cls.<method>`` (defined by ``cls`` itself) raises an
+    AssertionError saying ``message``: an alias of the class or an instance refuses too."""
 
     def refused(*args, **kwargs):
         raise AssertionError(message)
 
-    had, saved = method in vars(cls), vars(cls).get(method)
+    saved = vars(cls)[method]
     setattr(cls, method, refused)
     try:
         yield
     finally:
-        if had:
-            setattr(cls, method, saved)
-        else:
-            delattr(cls, method)
+        setattr(cls, method, saved)
 
 
 def _first_match(value, suspects, bar) -> str | None:
@@ -102,26 +100,22 @@ def check_decayed_learning_rate(decayed_learning_rate) -> str:
             for step in steps:
                 where = f"decayed_learning_rate({step}, ...) with {args}"
                 value = _call(where, decayed_learning_rate, step, initial, period, rate, **kwargs)
-                _check_rate(
-                    where,
-                    value,
-                    expected[initial, period, rate, staircase, step],
-                    step,
-                    (initial, period, rate, bool(staircase)),
-                )
+                key = (initial, period, rate, staircase, step)
+                _check_rate(where, value, expected[key], key)
     return f"Check 1 passed: {len(expected)} rates on {len(_SCHEDULES)} schedules agree with Keras"
 
 
-def _check_rate(where, value, expected, step, schedule):
-    try:
-        number = None if isinstance(value, (str, bytes)) else float(value)
+def _check_rate(where, value, expected, key):
+    """One rate of check 1 against Keras's ``expected``; ``key`` is the schedule and step."""
+    try:  # a one-element array converts to float too, with a warning: ask for ndim first
+        number = None if isinstance(value, (str, bytes)) or np.ndim(value) else float(value)
     except (TypeError, ValueError):
         number = None
-    if number is None or np.ndim(value) != 0:
+    if number is None:
         raise AssertionError(
             f"{where}: yours returns {type(value).__name__} {value!r}; return one number"
         )
-    initial, period, rate, staircase = schedule
+    initial, period, rate, staircase, step = key
     ulps = 16 + 2 * step / period  # decay_rate's rounding to float32, raised to that power
     if checking.agree(number, expected, ulps=ulps):
         return
@@ -260,14 +254,15 @@ def _check_average(average_update, decay, count, shadow, value, expected):
 
 # --- Check 3: gradient accumulation -----------------------------------------------------------
 
-#: (optimizer, learning rate, micro-batches, regularised, batch sizes of the two steps)
+#: (optimizer, learning rate, micro-batches, regularised, batch sizes of the two steps,
+#: large gradients: inputs 10 times as large, small first and large last kernels)
 _ACCUMULATIONS = [
-    ("SGD", 0.5, 1, True, (10, 7)),
-    ("SGD", 0.5, 2, True, (10, 9)),
-    ("SGD", 0.5, 3, True, (10, 8)),
-    ("SGD", 0.5, 2, False, (12, 11)),
-    ("Adam", 0.01, 2, True, (9, 12)),
-    ("Adam", 0.01, 3, True, (11, 10)),
+    ("SGD", 0.5, 1, True, (10, 7), False),
+    ("SGD", 0.5, 2, True, (10, 9), False),
+    ("SGD", 0.1, 3, True, (10, 8), True),
+    ("SGD", 0.5, 2, False, (12, 11), False),
+    ("Adam", 0.01, 2, True, (9, 12), False),
+    ("Adam", 0.01, 3, True, (11, 10), False),
 ]
 _FEATURES, _CLASSES = 6, 3
 
@@ -360,27 +355,34 @@ def _explain_sgd(where, moved, rate, pieces, n, k, previous) -> str:
             f"{where}: your step applied this batch's gradient plus the previous step's: "
             "set the accumulated sums back to zero at the start of each step"
         )
+    scale = gradient @ right / (right @ right)
+    if penalty.any() and checking.agree(gradient, scale * right, ulps=8192):
+        return (
+            f"{where}: your step is {scale:.3g} times one step on the whole batch, in the same "
+            "direction: do you scale or clip the summed gradients? Apply them as they are"
+        )
     basis = np.column_stack([per_example, penalty])
     weights, *_ = np.linalg.lstsq(basis, gradient, rcond=None)
     if not checking.agree(basis @ weights, gradient, ulps=8192):
         cosine = gradient @ right / np.linalg.norm(gradient) / np.linalg.norm(right)
         return (
             f"{where}: your step is no mix of the examples' gradients (cosine {cosine:.4f} "
-            "with the whole batch's): is every gradient paired with its own variable?"
+            "with the whole batch's): does it clip some gradients, or pair one with another "
+            "variable?"
         )
     each, reg = weights[:-1], weights[-1]
-    problems = []
+    scale, problems = each.mean() * n, []
     if np.ptp(each) > 1e-3 * np.abs(each).max():
         problems.append(
             f"weighs the examples unequally (from {each.min() * n:.3g} to {each.max() * n:.3g} "
             "times 1/n each): a mean per micro-batch makes the examples of a small micro-batch "
             f"count more; divide each micro-batch's summed loss by the whole batch's size ({n})"
         )
-    elif abs(each.mean() * n - 1) > 1e-3:
+    elif abs(scale - 1) > 1e-3:
         problems.append(
-            f"divides each example's loss by {1 / each.mean():.4g}; the batch holds {n} "
-            f"examples, so its gradient is {each.mean() * n:.3g} times the mean loss's "
-            "(a constant batch size? micro-batch means summed?)"
+            f"divides each example's loss by {n / scale:.4g}; the batch holds {n} examples, so "
+            f"its gradient is {scale:.3g} times the mean loss's (a constant batch size? "
+            "micro-batch means summed?)"
         )
     if penalty.any() and abs(reg - 1) > 1e-3:
         times = "0" if abs(reg) < 1e-3 else f"{reg:.3g}"
@@ -399,7 +401,8 @@ def check_accumulating_step(make_accumulating_step) -> str:
     Each case builds a small classifier, gives your step and a twin of the model the same
     weights, and runs two steps on batches of different sizes, most of which do not divide
     into the micro-batches (unequal micro-batches): SGD and Adam, 1, 2 and 3 micro-batches,
-    with and without an L2-regularised layer. The reference is one Keras ``train_on_batch``
+    with and without an L2-regularised layer, and once with large gradients (which a clipped step
+    would shrink). The reference is one Keras ``train_on_batch``
     step of the twin on the whole batch (mean cross-entropy plus the regularisation losses).
     The check also asserts that the model ran on exactly ``micro_batches`` batches whose sizes
     add up to the batch's, never on the whole batch, and that ``optimizer.iterations`` went up
@@ -415,8 +418,8 @@ def check_accumulating_step(make_accumulating_step) -> str:
     level = logger.level
     logger.setLevel("ERROR")
     try:
-        for kind, rate, k, regularised, sizes in _ACCUMULATIONS:
-            _accumulation_case(make_accumulating_step, kind, rate, k, regularised, sizes, rng)
+        for case in _ACCUMULATIONS:
+            _accumulation_case(make_accumulating_step, *case, rng)
     finally:
         logger.setLevel(level)
     return (
@@ -425,15 +428,18 @@ def check_accumulating_step(make_accumulating_step) -> str:
     )
 
 
-def _accumulation_case(make_accumulating_step, kind, rate, k, regularised, sizes, rng):
+def _accumulation_case(make_accumulating_step, kind, rate, k, regularised, sizes, large, rng):
     """One case of check 3: two steps of yours against two of Keras on the whole batch."""
     import keras
     import tensorflow as tf
 
     case = f"{kind}, {k} micro-batch{'es' if k > 1 else ''}"
     case += ", a regularised layer" if regularised else ", no regularisation"
+    case += ", large gradients" if large else ""
     seen: list[int] = []
     model, twin = _model(regularised, seen), _model(regularised, None)
+    spreads = (0.05, 0.5, 4.0, 0.5) if large else (0.5,) * 4
+    model.set_weights([rng.normal(0, s, w.shape) for s, w in zip(spreads, model.get_weights())])
     twin.set_weights(model.get_weights())
     optimizer = getattr(keras.optimizers, kind)(rate)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -444,7 +450,7 @@ def _accumulation_case(make_accumulating_step, kind, rate, k, regularised, sizes
         step = _call(what, make_accumulating_step, model, optimizer, k)
         for number, n in enumerate(sizes, start=1):
             where = f"{case}, step {number} on a batch of {n}"
-            x = rng.normal(size=(n, _FEATURES)).astype(np.float32)
+            x = rng.normal(0, 10 if large else 1, size=(n, _FEATURES)).astype(np.float32)
             y = rng.integers(0, _CLASSES, size=n).astype(np.int32)
             start = _flat(model.get_weights())
             pieces = _pieces(twin, x, y) if kind == "SGD" else None
@@ -463,6 +469,11 @@ def _accumulation_case(make_accumulating_step, kind, rate, k, regularised, sizes
                 )
             twin.train_on_batch(x, y)
             mine, ref = _flat(model.get_weights()), _flat(twin.get_weights())
+            if not np.any(mine != start):
+                raise AssertionError(
+                    f"{where}: your step did not change the weights: does apply_gradients get "
+                    "(gradient, variable) pairs, in that order?"
+                )
             if checking.agree(mine, ref):
                 previous = -(ref - start) / rate
                 continue

@@ -110,7 +110,7 @@ def test_check_2_refuses_tf_class_and_puts_it_back():
 # --- check 3: gradient accumulation
 
 
-def accumulating(scale="n", penalty="share", reset=True, split="array"):
+def accumulating(scale="n", penalty="share", reset=True, split="array", clip=None):
     """make_accumulating_step, right by default; each argument makes one mistake."""
     import keras
     import tensorflow as tf
@@ -138,7 +138,10 @@ def accumulating(scale="n", penalty="share", reset=True, split="array"):
                     loss += {"share": sum(model.losses) / micro_batches, "none": 0.0}[penalty]
                 for s, g in zip(sums, tape.gradient(loss, variables)):
                     s.assign_add(g)
-            optimizer.apply_gradients(zip([s.read_value() for s in sums], variables))
+            grads = [s.read_value() for s in sums]
+            if clip:
+                grads, _ = tf.clip_by_global_norm(grads, clip)
+            optimizer.apply_gradients(zip(grads, variables))
 
         return step
 
@@ -187,6 +190,10 @@ def test_check_3_passes_a_right_step_in_a_tf_function(capfd):
         ({"reset": False}, r"step 2 on a batch of 7 \(tensors\): .*plus the previous step's"),
         ({"penalty": "none"}, r"regularisation loss \(model\.losses\) 0 times"),
         ({"split": "none"}, r"2 micro-batches.*whole batch of 10 at once"),
+        (
+            {"clip": 10.0},
+            r"large gradients, step 1 .* times one step on the whole batch, in the same",
+        ),
     ],
 )
 def test_check_3_fails_a_wrong_step(mistake, message):

@@ -387,4 +387,22 @@ WRONG: list[Wrong] = [
         check="3",
         expect=r"counts the regularisation loss \(model\.losses\) 0 times",
     ),
+    Wrong(
+        3,
+        "the summed gradients clipped",
+        _step(
+            apply="optimizer.apply_gradients(zip(tf.clip_by_global_norm("
+            "[s.read_value() for s in sums], 5.0)[0], variables))"
+        ),
+        check="3",
+        expect=r"3 micro-batches, .*large gradients, step 1 .*: your step is 0\.0\d+ times one "
+        r"step on the whole batch, in the same direction: do you scale or clip",
+    ),
+    Wrong(
+        3,
+        "variables and gradients swapped",
+        _step(apply="optimizer.apply_gradients(zip(variables, sums))"),
+        check="3",
+        expect=r"did not change the weights: does apply_gradients get \(gradient, variable\) pairs",
+    ),
 ]
