@@ -66,6 +66,8 @@ Its modules (written by tools/layout.py):
 * ``exercises.ex06`` (exercises): the checks of exercise 06, TensorBoard.
 * ``exercises.ex07`` (exercises): the checks of exercise 07, parameter servers.
 * ``exercises.ex08`` (exercises): the checks of exercise 08, beyond one machine.
+* ``exercises.workers`` (exercises): the check of a multi-worker answer (exercise 08): a
+  rehearsal in this process on two replicas first, then two worker processes.
 * ``exercises.ex09`` (exercises): the checks of exercise 09, predicting scale.
 * ``exercises.ex10`` (exercises): the checks of exercise 10, making data parallelism pay.
 * ``plumbing.procs`` (plumbing): the only place that starts a process: process groups, one
