@@ -122,8 +122,9 @@ def check_zero1_update(zero1_update, devices) -> str:
                 if int(optimizer.iterations.numpy()) != 2:
                     raise AssertionError(
                         f"for {where}, optimizer {c} took {int(optimizer.iterations.numpy())} "
-                        "steps in 2: each device must update its own shard with its own "
-                        "optimizer (optimizers[c] on shards[c]); its slots are the 1/N you shard."
+                        "steps in 2 calls: each call, each device updates its own shard once "
+                        "with its own optimizer (optimizers[c] on shards[c]); its slots are the "
+                        "1/N you shard."
                     )
             bounds = np.cumsum([0] + sizes)
             for c, shard in enumerate(shards):
@@ -195,7 +196,8 @@ def _scaled_models(rng):
 def check_scaled_step(scaled_step) -> str:
     """Run ``scaled_step(model, optimizer, loss_fn, x, y, scale)`` on a ``mixed_float16``
     model with SGD (Adam would hide a scale left in the gradients: it divides it out) for
-    scales 1, 2**4 and 2**12, and 2**40, which overflows float16. The reference is one SGD
+    scales 1, 2**4 and 2**12, 2**14 on a loss 1e-6 times smaller (whose gradients underflow
+    float16 unless scaled) and 2**40, which overflows float16. The reference is one SGD
     step of a float32 copy with no loss scaling; within 5% of its update (float16 rounds to
     11 significant bits). The overflowing step must return False and leave the weights alone;
     the others must return True."""
@@ -203,12 +205,21 @@ def check_scaled_step(scaled_step) -> str:
     import tensorflow as tf
 
     rng = np.random.default_rng(12)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    for scale in (1.0, 2.0**4, 2.0**12, 2.0**40):
+    cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def tiny_loss(labels, logits):  # its gradients underflow in float16 unless scaled
+        return 1e-6 * cross_entropy(labels, logits)
+
+    cases = [(1.0, cross_entropy), (2.0**4, cross_entropy), (2.0**12, cross_entropy)]
+    cases += [(2.0**14, tiny_loss), (2.0**40, cross_entropy)]
+    for scale, loss_fn in cases:
         mixed, plain, start = _scaled_models(rng)
         x = rng.normal(size=(16, 6)).astype(np.float32)
         y = rng.integers(0, 3, size=16)
-        applied = scaled_step(mixed, keras.optimizers.SGD(SGD_RATE), loss_fn, x, y, scale)
+        rate = SGD_RATE if loss_fn is cross_entropy else SGD_RATE * 1e6
+        applied = scaled_step(mixed, keras.optimizers.SGD(rate), loss_fn, x, y, scale)
+        if isinstance(applied, (np.bool_, tf.Tensor)):
+            applied = bool(applied)  # a boolean tensor is an answer too
         after = mixed.get_weights()
         if scale == 2.0**40:
             if applied is not False:
@@ -226,7 +237,7 @@ def check_scaled_step(scaled_step) -> str:
         with tf.GradientTape() as tape:
             loss = loss_fn(y, plain(x, training=True))
         grads = tape.gradient(loss, plain.trainable_variables)
-        keras.optimizers.SGD(SGD_RATE).apply_gradients(zip(grads, plain.trainable_variables))
+        keras.optimizers.SGD(rate).apply_gradients(zip(grads, plain.trainable_variables))
         want = np.concatenate([(w - s).ravel() for w, s in zip(plain.get_weights(), start)])
         got = np.concatenate([(w - s).ravel() for w, s in zip(after, start)])
         if applied is not True:
@@ -242,8 +253,14 @@ def check_scaled_step(scaled_step) -> str:
             hint = "the scale was never undone: " + hint
         elif scale > 1 and abs(ratio * scale - 1) < 0.1:
             hint = "the scale was undone twice (or the loss never scaled): " + hint
+        elif loss_fn is tiny_loss:
+            hint = (
+                "this loss is 1e-6 times smaller and its gradients round to zero in float16 "
+                "unless the scale reaches the backward pass: multiply the loss inside the tape "
+                "and divide the gradients after it"
+            )
         raise AssertionError(
             f"with scale {scale:g} your step moved the weights {ratio:.3g} times as far as a "
             f"float32 SGD step without loss scaling: {hint}."
         )
-    return "check 2 passed: the loss scale undone at 1, 2**4 and 2**12, the 2**40 overflow skipped"
+    return "check 2 passed: the scale undone at 1, 2**4, 2**12 and 2**14 (underflow), 2**40 skipped"

@@ -130,6 +130,23 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"your code calls dpkit's sharded\.reduce_scatter",
     ),
+    Wrong(  # found by red-teaming: the state of Adam lost between calls
+        1,
+        "a fresh optimizer made for each shard at each call",
+        _zero1().replace("optimizers[c].apply", "keras.optimizers.Adam(0.1).apply"),
+        check="1",
+        expect=r"optimizer 0 took 0 steps in 2 calls",
+    ),
+    Wrong(  # found by red-teaming: one update per device per shard
+        1,
+        "every shard updated once per device",
+        _zero1(applied="shard_grad / len(devices)").replace(
+            "        optimizers[c].apply_gradients",
+            "        for _ in devices:\n            optimizers[c].apply_gradients",
+        ),
+        check="1",
+        expect=r"optimizer 0 took [0-9]+ steps in 2 calls|not the (adam|sgd) update",
+    ),
     # 2. scaled_step
     Wrong(
         2,
@@ -151,6 +168,13 @@ WRONG: list[Wrong] = [
         _scaled(scaled_loss="loss_fn(y, logits)"),
         check="2",
         expect=r"with scale 16 .*undone twice \(or the loss never scaled\)",
+    ),
+    Wrong(  # found by red-teaming: scaling that never reaches the backward pass
+        2,
+        "the scale cancelled inside the tape",
+        _scaled(scaled_loss="loss_fn(y, logits) * scale / scale", unscaled="g"),
+        check="2",
+        expect=r"scale 16384 .*1e-6 times smaller and its gradients round to zero in float16",
     ),
     Wrong(
         2,
