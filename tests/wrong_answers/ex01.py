@@ -405,4 +405,12 @@ WRONG: list[Wrong] = [
         check="3",
         expect=r"did not change the weights: does apply_gradients get \(gradient, variable\) pairs",
     ),
+    Wrong(
+        3,
+        "the notebook's MICRO_BATCHES, not the argument",
+        _step(split="zip(np.array_split(x, MICRO_BATCHES), np.array_split(y, MICRO_BATCHES))"),
+        check="3",
+        expect=r"1 micro-batch, .*ran the model on batches of \[3, 3, 2, 2\]; split the 10 "
+        r"examples into 1 micro-batch",
+    ),
 ]
