@@ -32,8 +32,8 @@ def make_loss_scaled_step(strategy, model, optimizer, loss_fn, global_batch_size
 
     The optimizer applies the update inside a ``tf.cond``, so the all-reduce runs in a
     condition's branch: with the collective all-reduce ``MirroredStrategy`` picks for CPUs
-    that step failed now and then (lesson 10); give a strategy made with
-    ``cross_device_ops=tf.distribute.ReductionToOneDevice()``. It also decides "finite" from
+    that step failed once in lesson 10's runs (cause not pinned down); give a strategy made
+    with ``cross_device_ops=tf.distribute.ReductionToOneDevice()``. It also decides "finite" from
     replica 0's gradients before the all-reduce, so poison every replica, as this step does.
 
     Raises:
