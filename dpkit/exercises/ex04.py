@@ -3,16 +3,13 @@
 One function per check cell of exercises/04_*.ipynb:
 
 * :func:`check_dataset_fn`: the learner's ``make_dataset_fn(features, labels, global_batch_size)``
-  gives a ``dataset_fn(input_context)`` for ``strategy.distribute_datasets_from_function``.
-  It is called with the ``tf.distribute.InputContext`` a strategy would pass, for 1 to 4
-  replicas fed by 1 to 3 input pipelines (workers) and two global batches; the reference is
-  arithmetic: one epoch, every example exactly once over the pipelines, batches of
-  ``global_batch_size / replicas`` (the last one may be short).
+  gives a ``dataset_fn(input_context)``, called with the ``InputContext`` a strategy passes (1
+  to 4 replicas, 1 to 3 input pipelines, two global batches); the reference is arithmetic: one
+  epoch, every example once over the pipelines, batches of ``global_batch_size / replicas``.
 * :func:`check_train_step`: the learner's ``make_train_step(strategy, model, optimizer,
   global_batch_size)`` runs under ``MirroredStrategy`` over 1, 2 and 3 devices, fed per-replica
-  batches of unequal sizes, on a small model with L2-regularised kernels; the reference is
-  one device taking plain Keras SGD steps on the whole global batch (its mean loss plus the
-  L2 terms once).
+  batches of unequal sizes (the last one short), on a small model with L2-regularised kernels;
+  the reference is one device stepping on the whole global batch.
 """
 
 from __future__ import annotations
@@ -23,6 +20,21 @@ from collections import Counter
 import numpy as np
 
 from dpkit import checking
+
+
+@contextlib.contextmanager
+def _reported(where: str, what: str):
+    """An error the learner's code raises (other than a check's) as a failed check."""
+    try:
+        yield
+    except AssertionError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's error, reported
+        first = (str(error).strip() or "(no message)").splitlines()[0][:200]
+        raise AssertionError(
+            f"{where}, your {what} raised {type(error).__name__}: {first}"
+        ) from None
+
 
 # --- Check 1: the input function ------------------------------------------------------
 
@@ -64,6 +76,10 @@ def _one_epoch(dataset, where: str) -> tuple[list[int], list[int]]:
                 f"{where}: each element of your dataset should be a (features, labels) pair"
             )
         x, y = (np.asarray(t) for t in element)
+        if y.ndim == 2 and x.ndim == 1:
+            raise AssertionError(
+                f"{where}: your pairs are (labels, features): give (features, labels)"
+            )
         if y.ndim != 1 or x.ndim != 2:
             raise AssertionError(
                 f"{where}: an element has labels of shape {y.shape}, features of shape "
@@ -102,29 +118,19 @@ def check_dataset_fn(make_dataset_fn) -> str:
             f"with a global batch of {global_batch}, {replicas} replica(s) and "
             f"{pipelines} input pipeline(s)"
         )
-        dataset_fn = make_dataset_fn(features, labels, global_batch)
-        if not callable(dataset_fn):
-            raise AssertionError(
-                f"make_dataset_fn returned a {type(dataset_fn).__name__}: return the function "
-                "dataset_fn(input_context) that the strategy calls"
-            )
         seen: Counter = Counter()
-        for pipeline in range(pipelines):
-            context = tf.distribute.InputContext(
-                num_input_pipelines=pipelines,
-                input_pipeline_id=pipeline,
-                num_replicas_in_sync=replicas,
-            )
-            where = f"{setting}, pipeline {pipeline}"
-            try:
-                sizes, ids = _one_epoch(dataset_fn(context), where)
-            except AssertionError:
-                raise
-            except Exception as error:  # noqa: BLE001 - the learner's error, reported
-                first = (str(error).strip() or "(no message)").splitlines()[0][:200]
+        for pipeline in range(pipelines):  # each worker makes its own, in its own process
+            dataset_fn = make_dataset_fn(features, labels, global_batch)
+            if not callable(dataset_fn):
                 raise AssertionError(
-                    f"{where}, your dataset_fn raised {type(error).__name__}: {first}"
-                ) from None
+                    f"make_dataset_fn returned a {type(dataset_fn).__name__}: return the "
+                    "function dataset_fn(input_context) that the strategy calls"
+                )
+            # (num_input_pipelines, input_pipeline_id, num_replicas_in_sync)
+            context = tf.distribute.InputContext(pipelines, pipeline, replicas)
+            where = f"{setting}, pipeline {pipeline}"
+            with _reported(where, "dataset_fn"):
+                sizes, ids = _one_epoch(dataset_fn(context), where)
             if any(s != per_replica for s in sizes[:-1]) or any(s > per_replica for s in sizes):
                 raise AssertionError(
                     f"{where}: your batches hold {sizes} examples; each replica's batch is "
@@ -163,10 +169,12 @@ def check_dataset_fn(make_dataset_fn) -> str:
 #: Each replica's share of the global batch: unequal, so that dividing by a replica's own
 #: batch, or by the replicas' count times it, differs from dividing by the global batch.
 SHARES = ((5,), (2, 5), (1, 4, 2))
+#: The shares of the epoch's last batch, short of the global batch (still ``sum(SHARES[k])``).
+SHORT = ((3,), (2, 3), (1, 2, 2))
 LEARNING_RATE = 0.5
 MOMENTUM = 0.5  # so that the second step depends on the optimizer's state
 L2_RATE = 0.05
-STEPS = 2
+STEPS = 2  # on full global batches, then one on the short batch
 _STRATEGIES: dict = {}  # MirroredStrategy per device tuple, made once per process
 
 
@@ -185,17 +193,29 @@ def _strategy(devices):
     return _STRATEGIES[key]
 
 
-def _model():
+def _model(start, seen=None):
+    """The check's model at weights ``start``; its first layer, the identity, appends to
+    ``seen`` each time it runs whether it ran in a replica (inside ``strategy.run``)."""
     import keras
+    import tensorflow as tf
+
+    class Where(keras.layers.Layer):
+        def call(self, x):
+            replica = tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
+            (seen if seen is not None else []).append(replica)
+            return x
 
     l2 = keras.regularizers.L2(L2_RATE)
-    return keras.Sequential(
+    model = keras.Sequential(
         [
             keras.Input((4,)),
+            Where(),
             keras.layers.Dense(5, activation="tanh", kernel_regularizer=l2),
             keras.layers.Dense(3, kernel_regularizer=l2),
         ]
     )
+    model.set_weights(start)
+    return model
 
 
 def _optimizer(variables):
@@ -206,15 +226,14 @@ def _optimizer(variables):
     return optimizer
 
 
-def _data(shares, seed: int):
-    """The start weights and STEPS global batches for one strategy."""
+def _data(shares, short, seed: int):
+    """The start weights, and (x, y, shares) for STEPS global batches and one short one."""
     rng = np.random.default_rng(seed)
     shapes = [(4, 5), (5,), (5, 3), (3,)]
     start = [rng.normal(scale=0.7, size=s).astype(np.float32) for s in shapes]
-    size = sum(shares)
     batches = [
-        (rng.normal(size=(size, 4)).astype(np.float32), rng.integers(0, 3, size=size))
-        for _ in range(STEPS)
+        (rng.normal(size=(sum(s), 4)).astype(np.float32), rng.integers(0, 3, size=sum(s)), s)
+        for s in (shares,) * STEPS + (short,)
     ]
     return start, batches
 
@@ -272,9 +291,9 @@ _CE_MISTAKES = {
     "divide by the global batch: tf.nn.compute_average_loss(per_example, "
     "global_batch_size=global_batch_size)",
     "shard means averaged": "each replica divided its summed loss by its own batch times the "
-    "replicas (the mean of the replicas' means, or compute_average_loss without "
-    "global_batch_size), which is the global batch only when the shares are equal: pass "
-    "global_batch_size=global_batch_size",
+    "replicas (the mean of the replicas' means, a Keras loss left to its own reduction, or "
+    "compute_average_loss without global_batch_size), which is the global batch only when "
+    "the shares are equal: pass global_batch_size=global_batch_size",
 }
 
 
@@ -356,13 +375,11 @@ def _loss_hint(got: float, want: float, cross_entropy: float, n: int) -> str:
 
 @contextlib.contextmanager
 def _quiet():
-    """TensorFlow's Python warnings off (a check cell must write nothing to stderr): a
-    check run again and again makes new tf.functions of the same code, which TensorFlow
-    warns about as retracing."""
+    """TensorFlow's Python warnings off: a check cell writes nothing to stderr, and a check
+    run again and again makes new tf.functions of the same code (TensorFlow warns: retracing)."""
     import tensorflow as tf
 
-    logger = tf.get_logger()
-    level = logger.level
+    logger, level = tf.get_logger(), tf.get_logger().level
     logger.setLevel("ERROR")
     try:
         yield
@@ -376,65 +393,78 @@ def check_train_step(make_train_step, devices) -> str:
     ``train_step(x, y)`` takes a strategy's per-replica batches and returns the global
     batch's loss. The check runs it under ``MirroredStrategy`` over the first 1, 2 and 3 of
     ``devices``, with per-replica batches of unequal sizes (:data:`SHARES`), for two steps of
-    SGD with momentum, on a model whose two kernels carry L2 terms. Reference: the same
-    model on one device, plain Keras, stepping on the whole global batch with its mean
-    cross-entropy plus the L2 terms once; the weights after each step and the returned loss
-    must agree with it (``checking.agree``). dpkit's own mirrored step is switched off.
+    SGD with momentum and one on the epoch's short last batch (:data:`SHORT`), on a model
+    whose two kernels carry L2 terms. Reference: the same model on one device stepping on
+    the whole global batch with its mean cross-entropy plus the L2 terms once (on the short
+    batch, the summed cross-entropy over the global batch, as compute_average_loss gives,
+    or over the examples present); the weights after each step and the returned loss must
+    agree with it (``checking.agree``), and the model must run inside ``strategy.run``.
+    dpkit's own mirrored and accumulating steps are switched off.
     """
-    from dpkit import towers
+    from dpkit import accumulation, towers
 
     if len(devices) < len(SHARES[-1]):
         raise ValueError(
             f"check_train_step needs {len(SHARES[-1])} devices, got {len(devices)}: "
             "set NUM_DEVICES to 3 or more and restart the kernel"
         )
-    with _quiet(), checking.switched_off(towers, "make_mirrored_train_step"):
-        for seed, shares in enumerate(SHARES):
-            _check_replicas(make_train_step, _strategy(devices[: len(shares)]), shares, seed)
+    with (
+        _quiet(),
+        checking.switched_off(towers, "make_mirrored_train_step"),
+        checking.switched_off(accumulation, "make_accumulating_steps"),
+    ):
+        for seed, (shares, short) in enumerate(zip(SHARES, SHORT)):
+            strategy = _strategy(devices[: len(shares)])
+            _check_replicas(make_train_step, strategy, shares, short, seed)
     return (
-        "Check 2 passed: two steps equal one device on the global batch, "
-        "for 1, 2 and 3 replicas with unequal shares"
+        "Check 2 passed: three steps equal one device on the global batch, "
+        "for 1, 2 and 3 replicas with unequal shares, the last batch short"
     )
 
 
-def _check_replicas(make_train_step, strategy, shares, seed: int) -> None:
-    """STEPS steps of the learner's step under ``strategy`` against one device."""
+def _check_replicas(make_train_step, strategy, shares, short, seed: int) -> None:
+    """The learner's steps under ``strategy`` against one device's."""
     import keras
     import tensorflow as tf
 
     n, global_batch = len(shares), sum(shares)
-    start, batches = _data(shares, seed)
+    start, batches = _data(shares, short, seed)
+    seen: list = []
     with strategy.scope():
-        model = _model()
-        model.set_weights(start)
+        model = _model(start, seen)
         optimizer = _optimizer(model.trainable_variables)
-    reference = _model()
-    reference.set_weights(start)
-    reference_optimizer = _optimizer(reference.trainable_variables)
-    mean_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    references = [_model(start) for _ in range(2)]  # a short batch over the global batch, its own
+    optimizers = [_optimizer(reference.trainable_variables) for reference in references]
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
     setting = f"with {n} replica(s) taking {list(shares)} of a global batch of {global_batch}"
-    train_step = make_train_step(strategy, model, optimizer, global_batch)
-    for step, (x, y) in enumerate(batches, start=1):
+    with _reported(setting, "make_train_step"):
+        train_step = make_train_step(strategy, model, optimizer, global_batch)
+    for step, (x, y, cut) in enumerate(batches, start=1):
         where = f"{setting}, step {step}"
-        parts = _gradient_parts(reference, x, y, shares) if step == 1 else None
-        with tf.GradientTape() as tape:
-            want_ce = mean_loss(y, reference(x, training=True))
-            want_loss = want_ce + tf.add_n(reference.losses)
-        grads = tape.gradient(want_loss, reference.trainable_variables)
-        reference_optimizer.apply_gradients(zip(grads, reference.trainable_variables))
+        if len(y) < global_batch:
+            where += f" (the epoch's last batch, short: {list(cut)}, {len(y)} examples)"
+        parts = _gradient_parts(references[0], x, y, shares) if step == 1 else None
+        wants = []  # (weights, loss, cross-entropy) of each reference after its step
+        for reference, opt, divisor in zip(references, optimizers, (global_batch, len(y))):
+            with tf.GradientTape() as tape:
+                ce = tf.reduce_sum(per_example(y, reference(x, training=True))) / divisor
+                total = ce + tf.add_n(reference.losses)
+            grads = tape.gradient(total, reference.trainable_variables)
+            opt.apply_gradients(zip(grads, reference.trainable_variables))
+            wants.append((reference.get_weights(), float(total), float(ce)))
         before = [np.array(w) for w in model.get_weights()]
-        try:
-            loss = train_step(_distribute(strategy, x, shares), _distribute(strategy, y, shares))
-        except AssertionError:
-            raise
-        except Exception as error:  # noqa: BLE001 - the learner's error, reported
-            first = (str(error).strip() or "(no message)").splitlines()[0][:200]
+        seen.clear()
+        with _reported(where, "train_step"):
+            loss = train_step(_distribute(strategy, x, cut), _distribute(strategy, y, cut))
+        if not all(seen):
             raise AssertionError(
-                f"{where}, your train_step raised {type(error).__name__}: {first}"
-            ) from None
+                f"{where}, your step ran the model outside strategy.run, in one place on the "
+                "whole batch: call it only in the replica function, strategy.run(replica_step, "
+                "args=(x, y)), so that each replica computes on its own share"
+            )
         after = model.get_weights()
-        weights = checking.agree(after, reference.get_weights(), what="weights vs one device")
-        if not weights:
+        agreed = [checking.agree(after, w, what="weights vs one device") for w, _, _ in wants]
+        if not any(agreed):
             if all(np.array_equal(a, b) for a, b in zip(after, before)):
                 raise AssertionError(
                     f"{where}, your step left the weights of the model it was given as they "
@@ -443,6 +473,13 @@ def _check_replicas(make_train_step, strategy, shares, seed: int) -> None:
             if step == 1:  # the first momentum step is plain SGD: w - learning rate * gradient
                 moved = np.concatenate([np.ravel(b - a) for a, b in zip(after, start)])
                 why = _diagnose(moved / LEARNING_RATE, parts, n, global_batch)
+            elif len(y) < global_batch:
+                why = (
+                    "the full batches agreed, so look at what depends on the batch's size: "
+                    "divide the examples' summed losses by global_batch_size (or by the examples "
+                    "present), and add the L2 terms once, apart from them "
+                    "(tf.nn.scale_regularization_loss(model.losses)), not inside that division"
+                )
             else:
                 why = (
                     "the first step agreed, so look at what changes between calls "
@@ -450,12 +487,13 @@ def _check_replicas(make_train_step, strategy, shares, seed: int) -> None:
                 )
             raise AssertionError(
                 f"{where}: your weights differ from one device's on the global batch "
-                f"({weights}): {why}"
+                f"({agreed[0]}): {why}"
             )
-        got, want = _as_float(loss, where), float(want_loss)
+        _, want, want_ce = wants[0] if agreed[0] else wants[1]
+        got = _as_float(loss, where)
         if not checking.agree(got, want, what="loss"):
             raise AssertionError(
                 f"{where}: your step returned a loss of {got:.6g}; one device's on the "
                 f"global batch (its mean cross-entropy plus the L2 terms) is {want:.6g}"
-                + _loss_hint(got, want, float(want_ce), n)
+                + _loss_hint(got, want, want_ce, n)
             )

@@ -18,7 +18,7 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
         per_example_loss = keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="none"
         )
-        def global_mean(per_example, global_batch_size):
+        def global_mean(per_example, global_batch_size, l2_terms):
             return tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
 
         def answer(loss=global_mean, l2=tf.nn.scale_regularization_loss, reduce="SUM"):
@@ -26,7 +26,8 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
                 def replica_step(x, y):
                     with tf.GradientTape() as tape:
                         per_example = per_example_loss(y, model(x, training=True))
-                        total = loss(per_example, global_batch_size) + l2(model.losses)
+                        total = loss(per_example, global_batch_size, model.losses)
+                        total += l2(model.losses)
                     grads = tape.gradient(total, model.trainable_variables)
                     optimizer.apply_gradients(zip(grads, model.trainable_variables))
                     return total
@@ -39,6 +40,19 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
 
             return make_train_step
 
+        def one_device(strategy, model, optimizer, global_batch_size):
+            @tf.function
+            def train_step(x, y):  # the replicas' shares gathered, one step outside strategy.run
+                x = tf.concat(strategy.experimental_local_results(x), axis=0)
+                y = tf.concat(strategy.experimental_local_results(y), axis=0)
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(per_example_loss(y, model(x))) + tf.add_n(model.losses)
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            return train_step
+
         def outcome(make_train_step):
             try:
                 return "passed: " + ex04.check_train_step(make_train_step, setup.devices)
@@ -47,10 +61,14 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
 
         print(json.dumps({
             "right": outcome(answer()),
-            "reduce_mean": outcome(answer(loss=lambda p, g: tf.reduce_mean(p))),
+            "reduce_mean": outcome(answer(loss=lambda p, g, r: tf.reduce_mean(p))),
             "l2 whole": outcome(answer(l2=tf.add_n)),
             "MEAN": outcome(answer(reduce="MEAN")),
             "no l2": outcome(answer(l2=lambda losses: 0.0)),
+            "l2 per example": outcome(
+                answer(loss=lambda p, g, r: global_mean(p + tf.add_n(r), g, r), l2=lambda r: 0.0)
+            ),
+            "one device": outcome(one_device),
         }))
         """
     )
@@ -60,3 +78,6 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
     assert "the L2 terms counted 2.00 times, once per replica" in out["l2 whole"]
     assert "reduce them with SUM" in out["MEAN"]
     assert "1 replica(s)" in out["no l2"] and "the L2 terms did not move" in out["no l2"]
+    assert "step 3 (the epoch's last batch, short" in out["l2 per example"]
+    assert "add the L2 terms once, apart from them" in out["l2 per example"]
+    assert "your step ran the model outside strategy.run" in out["one device"]

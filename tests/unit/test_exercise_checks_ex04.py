@@ -67,6 +67,21 @@ def test_wrong_input_functions_fail_saying_why(answer, words):
         ex04.check_dataset_fn(answer)
 
 
+def test_a_pair_given_as_labels_then_features_is_named():
+    def make_dataset_fn(features, labels, global_batch):
+        import tensorflow as tf
+
+        def dataset_fn(context):
+            size = context.get_per_replica_batch_size(global_batch)
+            dataset = tf.data.Dataset.from_tensor_slices((labels, features))
+            return dataset.shard(context.num_input_pipelines, context.input_pipeline_id).batch(size)
+
+        return dataset_fn
+
+    with pytest.raises(AssertionError, match=r"your pairs are \(labels, features\)"):
+        ex04.check_dataset_fn(make_dataset_fn)
+
+
 def test_an_error_in_the_answer_becomes_a_failed_check():
     def make_dataset_fn(features, labels, global_batch):
         def dataset_fn(context):

@@ -165,6 +165,34 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"2 input pipeline\(s\), 1 of 29 examples never came \(e\.g\. \[28\]\)",
     ),
+    # found by the second red team
+    Wrong(
+        1,
+        "the pair given as (labels, features)",
+        """
+        per_replica = input_context.get_per_replica_batch_size(global_batch_size)
+        dataset = tf.data.Dataset.from_tensor_slices((labels, features))
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        return dataset.batch(per_replica)
+        """,
+        check="1",
+        expect=r"pipeline 0: your pairs are \(labels, features\): give \(features, labels\)",
+    ),
+    Wrong(
+        1,
+        "an auto-shard option instead of shard",
+        """
+        per_replica = input_context.get_per_replica_batch_size(global_batch_size)
+        dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+        options = tf.data.Options()
+        policy = tf.data.experimental.AutoShardPolicy.DATA
+        options.experimental_distribute.auto_shard_policy = policy
+        return dataset.with_options(options).batch(per_replica)
+        """,
+        check="1",
+        expect=r"2 input pipeline\(s\), examples .* came 2 times in one epoch: each pipeline "
+        r"must keep only its shard",
+    ),
     # 2. make_train_step(strategy, model, optimizer, global_batch_size)
     Wrong(
         2,
@@ -270,5 +298,82 @@ WRONG: list[Wrong] = [
         """,
         check="2",
         expect=r"with 1 replica\(s\) .*the L2 terms did not move the weights",
+    ),
+    # found by the second red team
+    Wrong(
+        2,
+        "the L2 terms added to every example's loss",
+        _step(
+            loss="tf.nn.compute_average_loss(per_example + tf.add_n(model.losses), "
+            "global_batch_size=global_batch_size)",
+            l2="0.0",
+        ),
+        check="2",
+        expect=r"with 1 replica\(s\) .*step 3 \(the epoch's last batch, short: \[3\], 3 examples\)"
+        r": your weights differ .*add the L2 terms once, apart from them",
+    ),
+    Wrong(
+        2,
+        "one device's step on the gathered batch, outside strategy.run",
+        """
+        @tf.function
+        def train_step(x, y):
+            x = tf.concat(strategy.experimental_local_results(x), axis=0)
+            y = tf.concat(strategy.experimental_local_results(y), axis=0)
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(per_example_loss(y, model(x, training=True)))
+                loss += tf.add_n(model.losses)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        return train_step
+        """,
+        check="2",
+        expect=r"with 1 replica\(s\) .*step 1, your step ran the model outside strategy\.run",
+    ),
+    Wrong(
+        2,
+        "dpkit's make_accumulating_steps with one micro-batch",
+        """
+        from dpkit import accumulation
+
+        def with_l2(labels, logits):
+            return per_example_loss(labels, logits) + tf.add_n(model.losses)
+
+        micro_step, apply_step, _ = accumulation.make_accumulating_steps(
+            strategy, model, optimizer, with_l2, global_batch_size, 1
+        )
+
+        def train_step(x, y):
+            loss = micro_step(x, y)
+            apply_step()
+            return loss
+
+        return train_step
+        """,
+        check="2",
+        expect=r"your code calls dpkit's accumulation\.make_accumulating_steps",
+    ),
+    Wrong(
+        2,
+        "a Keras loss left to its own reduction",
+        _step(
+            loss="keras.losses.SparseCategoricalCrossentropy(from_logits=True)"
+            "(y, model(x, training=True))"
+        ),
+        check="2",
+        expect=r"with 2 replica\(s\) .*a Keras loss left to its own reduction",
+    ),
+    Wrong(
+        2,
+        "the global batch as the replica's batch times the replicas",
+        _step(
+            loss="tf.reduce_sum(per_example) / tf.cast("
+            "tf.shape(per_example)[0] * strategy.num_replicas_in_sync, tf.float32)"
+        ),
+        check="2",
+        expect=r"with 2 replica\(s\) taking \[2, 5\] .*which is the global batch only when the "
+        r"shares are equal",
     ),
 ]
