@@ -503,4 +503,29 @@ WRONG: list[Wrong] = [
         check="3",
         expect=r"train_and_log closed the writer it was given",
     ),
+    # a second red team
+    Wrong(
+        2,
+        "every tag that ends with the name",
+        """
+        reader = event_accumulator.EventAccumulator(
+            str(folder), size_guidance={event_accumulator.TENSORS: 0}
+        )
+        reader.Reload()
+        tags = [t for t in reader.Tags()["tensors"] if t.endswith(tag)]
+        events = sorted((e for t in tags for e in reader.Tensors(t)), key=lambda e: e.step)
+        return [int(e.step) for e in events], [
+            float(tensor_util.make_ndarray(e.tensor_proto)) for e in events
+        ]
+        """,
+        check="2",
+        expect=r"you return 50 \(step, value\) pair\(s\) never written under this tag",
+    ),
+    Wrong(
+        3,
+        "the loss under a scope of its own",
+        _loop(write=_WRITE.replace('"loss"', '"train/loss"')),
+        check="3",
+        expect=r"the writer holds no scalar tagged 'loss'",
+    ),
 ]

@@ -324,4 +324,13 @@ WRONG: list[Wrong] = [
         check="3",
         expect=r"shard_shapes\(\(10, 3\), 'float64', 48, 4\): 3 shard\(s\), TensorFlow cuts 4",
     ),
+    # a second red team
+    Wrong(
+        3,
+        "the remainder rows dropped",
+        _shards(rows="base"),
+        check="3",
+        expect=r"shard_shapes\(\(10, 3\), 'float64', 48, 4\): shards of \[2, 2, 2, 2\] rows \(8 in "
+        r"all\), TensorFlow's are \[3, 3, 2, 2\] of 10",
+    ),
 ]
