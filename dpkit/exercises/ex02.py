@@ -8,7 +8,8 @@ One function per check cell of exercises/02_*.ipynb:
 * :func:`check_uneven_towers`: towers on batches that do not divide, for 1 to 4 towers,
   against one device on the whole batch; what ran where is read from the model's calls.
 
-:class:`Recorder` and :func:`run_answer` serve exercise 03's step check too.
+:class:`Recorder`, :func:`run_answer`, :func:`mean_loss_gradient` and :func:`ratio` serve
+exercise 03's step check too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ TOWERS_OFF = ("split_batch", "shard_sizes", "tower_gradients", "make_tower_train
 TOWERS_OFF += ("make_parallel",)
 GRADIENTS_OFF = ("average_gradients", "average_concat_mean", "average_stack_mean")
 GRADIENTS_OFF += ("average_add_n",)
+#: How the message of a switched-off dpkit function starts (dpkit.checking's refusal).
+REFUSED = "your code calls dpkit's"
 
 #: (towers, batch size) of check 2 and exercise 03's step: batches that do not divide, one
 #: that does, a tower of one example, and one tower alone.
@@ -44,8 +47,11 @@ def run_answer(fn, *args, what: str):
             checking.switched_off(gradients, *GRADIENTS_OFF),
         ):
             return fn(*args)
-    except AssertionError:
-        raise
+    except AssertionError as error:
+        if str(error).startswith(REFUSED):
+            raise
+        text = " ".join(str(error).split())[:200]
+        raise AssertionError(f"{what}: your code failed an assert of its own: {text}") from None
     except Exception as error:  # noqa: BLE001  (the answer's error is the learner's to fix)
         hint = ""
         if "split" in str(error).lower() or "Split" in type(error).__name__:
@@ -123,8 +129,14 @@ def _refusal(split_evenly, batch: int, n: int) -> str:
             split_evenly(x, y, n)
     except ValueError as error:
         return str(error)
-    except AssertionError:
-        raise
+    except AssertionError as error:
+        if str(error).startswith(REFUSED):
+            raise
+        text = " ".join(str(error).split())[:200]
+        raise AssertionError(
+            f"{what} failed your assert ({text}), not a ValueError: an assert is switched off "
+            "by python -O and is not what a caller catches; raise ValueError(...) instead"
+        ) from None
     except Exception as error:  # noqa: BLE001
         raise AssertionError(
             f"{what} raised {type(error).__name__}, not a ValueError of your own that says "
@@ -149,14 +161,19 @@ class Recorder:
     made on, and (through an identity with a custom gradient) where its backward pass ran."""
 
     def __init__(self, model):
-        self.model, self.calls, self.backward = model, [], {}
+        self.model, self.calls, self.backward, self.training = model, [], {}, []
 
     def __call__(self, inputs, *args, **kwargs):
+        import numpy as np
         import tensorflow as tf
 
         outputs = self.model(inputs, *args, **kwargs)
         call = len(self.calls)
-        examples = inputs.numpy() if hasattr(inputs, "numpy") else None
+        self.training.append(kwargs.get("training", args[0] if args else None))
+        try:  # a tensor or a NumPy array (exercise 03's batches are NumPy's)
+            examples = np.asarray(inputs)
+        except (TypeError, ValueError, NotImplementedError):  # a symbolic tensor
+            examples = None
         self.calls.append((int(inputs.shape[0]), where(outputs.device), examples))
 
         @tf.custom_gradient
@@ -195,6 +212,12 @@ def assert_towers(recorder: Recorder, x, devices, what: str) -> None:
             f"{what}: the towers' shards, in order, are not the batch: tower i takes the "
             "i-th slice, and every example goes to one tower"
         )
+    for call, training in enumerate(recorder.training):
+        assert training is True, (
+            f"{what}: tower {call} called the model with training={training!r}: a training "
+            "step calls model(x, training=True), or layers such as Dropout and BatchNormalization "
+            "act as at inference and the gradients are not the training step's"
+        )
     for call, device in enumerate(ran):
         assert call in recorder.backward, f"{what}: no gradient flowed back through tower {call}"
         assert recorder.backward[call] == device, (
@@ -212,7 +235,37 @@ def _per_example_loss():
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
 
-def _gradient(model, x, y):
+class LossRecorder:
+    """Stands in for ``per_example_loss``: notes the device each call's losses were made on."""
+
+    def __init__(self, loss):
+        self.loss, self.ran = loss, []
+
+    def __call__(self, labels, logits, *args, **kwargs):
+        losses = self.loss(labels, logits, *args, **kwargs)
+        self.ran.append(where(losses.device))
+        return losses
+
+
+def assert_losses(recorder: LossRecorder, devices, what: str) -> None:
+    """Tower k's per-example losses were computed once, on devices[k]."""
+    wanted = [where(d) for d in devices]
+    assert recorder.ran, (
+        f"{what}: your code never called per_example_loss, the argument: the towers' losses "
+        "must come from it (the check gives its own)"
+    )
+    assert len(recorder.ran) == len(wanted), (
+        f"{what}: per_example_loss ran {len(recorder.ran)} time(s) for {len(wanted)} towers: "
+        "call it once per tower, on that tower's labels and logits"
+    )
+    for k, (ran, want) in enumerate(zip(recorder.ran, wanted)):
+        assert ran == want, (
+            f"{what}: tower {k}'s loss ran on {ran}, not on its device {want}: compute the "
+            "loss inside the tower's tf.device block, beside its forward pass"
+        )
+
+
+def mean_loss_gradient(model, x, y):
     """The gradient of the mean loss of (x, y) on one device, in float64."""
     import numpy as np
     import tensorflow as tf
@@ -239,7 +292,8 @@ def check_uneven_towers(tower_gradients, model, x, y, devices) -> str:
 
     The reference is the gradient of the mean loss of the whole batch, on one device. The
     model is wrapped so that the check sees what ran: one call per tower, tower i on
-    ``devices[i]`` forward and backward, on the i-th of shards that differ by at most one.
+    ``devices[i]`` forward and backward, on the i-th of shards that differ by at most one,
+    with ``training=True``; the loss is wrapped too: one call per tower, on its device.
     """
     import numpy as np
 
@@ -252,11 +306,12 @@ def check_uneven_towers(tower_gradients, model, x, y, devices) -> str:
             continue
         xb, yb = x[:batch], y[:batch]
         what = f"{n} tower(s) on a batch of {batch}"
-        recorder = Recorder(model)
-        args = (recorder, _per_example_loss(), xb, yb, tuple(devices[:n]))
+        recorder, losses = Recorder(model), LossRecorder(_per_example_loss())
+        args = (recorder, losses, xb, yb, tuple(devices[:n]))
         yours = run_answer(tower_gradients, *args, what=what)
         assert_towers(recorder, xb, devices[:n], what)
-        reference = _gradient(model, xb, yb)
+        assert_losses(losses, devices[:n], what)
+        reference = mean_loss_gradient(model, xb, yb)
         yours = list(yours) if isinstance(yours, (list, tuple)) else [yours]
         assert len(yours) == len(reference), (
             f"{what}: {len(yours)} gradients for {len(reference)} trainable variables: return "
@@ -286,7 +341,7 @@ def _diagnose(mine, reference, model, x, y, n, what, agreement) -> str:
         )
     sizes = [len(s) for s in np.array_split(np.arange(len(x)), n)]
     starts = np.cumsum([0, *sizes])
-    shards = [_gradient(model, x[a:b], y[a:b]) for a, b in zip(starts[:-1], starts[1:])]
+    shards = [mean_loss_gradient(model, x[a:b], y[a:b]) for a, b in zip(starts[:-1], starts[1:])]
     plain = [sum(parts) / n for parts in zip(*shards)]
     if checking.agree(mine, plain, ulps=1024):
         return (

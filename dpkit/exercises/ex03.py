@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from dpkit.exercises.ex02 import Recorder, assert_towers, run_answer
 
-#: (towers, batch size) of check 2: one batch that divides, then partial batches that do not.
-STEP_CASES = ((4, 32), (3, 10), (2, 7), (1, 5))
+#: (towers, batch size) of check 2: one batch that divides, partial batches that do not, and
+#: one larger than the notebook's GLOBAL_BATCH_SIZE of 32 (so a cap such as min(batch, 32)
+#: shows), whose shards (15, 15, 14) also tell the remainder put on the last tower.
+STEP_CASES = ((4, 32), (3, 10), (2, 7), (1, 5), (3, 44))
 #: Towers of check 1, and whether a variable the loss does not use (None in every tower) is in.
 AVERAGE_CASES = ((2, False), (3, True), (5, False), (1, True))
 LEARNING_RATE = 0.1
@@ -59,8 +61,17 @@ def check_average_gradients(average_gradients) -> str:
             for t in values
         ]
         what = f"{n} tower(s)" + (", aux_bias None in every tower" if unused else "")
+        given = [list(t) for t in tower_grads]
         result = run_answer(average_gradients, tower_grads, what=what)
         result = list(result)
+        kept = len(tower_grads) == len(given) and all(
+            len(now) == len(before) and all(a is b for a, b in zip(now, before))
+            for now, before in zip(tower_grads, given)
+        )
+        assert kept, (
+            f"{what}: your code changed tower_grads: build a new list for the averages and "
+            "leave the towers' lists as they were (their caller may still use them)"
+        )
         assert len(result) == len(variables), (
             f"{what}: {len(result)} items for {len(variables)} variables: want one "
             "(gradient, variable) pair per variable (regroup the towers' lists by variable)"
@@ -83,6 +94,12 @@ def check_average_gradients(average_gradients) -> str:
                 continue
             want = np.mean([np.asarray(t[k], np.float64) for t in values], axis=0)
             assert grad is not None, f"{what}: {var.path}'s average is None"
+            dtype = tf.as_dtype(getattr(grad, "dtype", np.asarray(grad).dtype))
+            assert dtype == var.dtype, (
+                f"{what}: your average of {var.path} is {dtype.name}, its variable "
+                f"{tf.as_dtype(var.dtype).name}: keep the gradients' dtype (TF1's "
+                "apply_gradients aborts the process on a mismatch)"
+            )
             grad = np.asarray(tf.convert_to_tensor(grad), np.float64)
             assert grad.shape == want.shape, f"{what}: {var.path} shape {grad.shape}"
             agreement = checking.agree(grad, want, what=f"{what}: {var.path} vs NumPy's mean")
@@ -129,18 +146,20 @@ def _one_step(step, model, optimizer, x, y, devices, what):
 
 def check_tower_step(fixed_tower_step, model, x, y, devices) -> str:
     """Check 2: ``fixed_tower_step(model, optimizer, x, y, devices)`` makes one SGD update
-    equal to one device's on the whole batch, for 4 towers on 32 examples and 3, 2 and 1
-    towers on partial batches of 10, 7 and 5 (as many towers as ``devices`` has), then a
-    second step on a batch of 12. Each case starts from a copy of ``model``; the reference is
-    a copy trained on one device with the batch's mean loss. The model is wrapped to see what
-    ran: tower i on ``devices[i]``, forward and backward, on the i-th of even shards."""
+    equal to one device's on the whole batch, for 4 towers on 32 examples, 3, 2 and 1
+    towers on partial batches of 10, 7 and 5, and 3 towers on 44 examples (as many towers as
+    ``devices`` has; batches no larger than ``x``), then a second step on a batch of 12.
+    Each case starts from a copy of ``model``; the reference is a copy trained on one device
+    with the batch's mean loss. The model is wrapped to see what ran: tower i on
+    ``devices[i]``, forward (with ``training=True``) and backward, on the i-th of even shards
+    in order; a wrong step's message names the likely mistake (a scale, a plain mean)."""
     import keras
 
     from dpkit import checking
 
     devices, tried = list(devices), []
     for n, batch in STEP_CASES:
-        if n > len(devices) or 2 * batch + 2 > len(x):
+        if n > len(devices) or batch > len(x):
             continue
         what = f"{n} tower(s) on a batch of {batch}"
         yours, reference = _copy(model), _copy(model)
@@ -156,7 +175,8 @@ def check_tower_step(fixed_tower_step, model, x, y, devices) -> str:
         if not agreement:
             moved = [a - b for a, b in zip(mine, before)]
             wanted = [a - b for a, b in zip(want, before)]
-            raise AssertionError(_diagnose(moved, wanted, n, batch, what, agreement))
+            shards = (model, x[:batch], y[:batch])
+            raise AssertionError(_diagnose(moved, wanted, n, batch, what, agreement, shards))
         tried.append(n)
     # A second step, on a batch of another size: nothing the first step left may change it.
     n, first, second = min(3, len(devices)), 10, 12
@@ -178,15 +198,30 @@ def check_tower_step(fixed_tower_step, model, x, y, devices) -> str:
     )
 
 
-def _diagnose(moved, wanted, n, batch, what, agreement) -> str:
+def _diagnose(moved, wanted, n, batch, what, agreement, shards) -> str:
+    """The likely mistake behind a step that moved the weights by ``moved``, not ``wanted``;
+    ``shards`` is (the model before the step, the batch's x, its y)."""
+    import numpy as np
+
     from dpkit import checking
-    from dpkit.exercises.ex02 import ratio
+    from dpkit.exercises.ex02 import mean_loss_gradient, ratio
 
     scale = ratio(moved, wanted)
     # The moves are differences of weights, so the weights' rounding shows in them: 8192
     # float32 epsilons (1e-3 of a move) still tell a step scaled by a constant from another.
     if not checking.agree(moved, [scale * w for w in wanted], ulps=8192) or abs(scale - 1) < 0.01:
-        return f"{what}: {agreement}"
+        model, x, y = shards
+        sizes = [len(s) for s in np.array_split(np.arange(batch), n)]
+        starts = np.cumsum([0, *sizes])
+        grads = [mean_loss_gradient(model, x[a:b], y[a:b]) for a, b in zip(starts[:-1], starts[1:])]
+        plain = [-LEARNING_RATE * sum(parts) / n for parts in zip(*grads)]
+        if checking.agree(moved, plain, ulps=8192):
+            return (
+                f"{what}: your step is the plain mean of the towers' mean-loss gradients "
+                f"(shards of {sizes}): an example of a small shard counts more; divide each "
+                "tower's summed loss by this batch's size and add the towers' gradients"
+            )
+        return f"{agreement}: does every example count once, divided by this batch's size?"
     if n > 1 and abs(scale * n - 1) < 0.01:
         return (
             f"{what}: your step moves the weights {scale:.2g} times as far as one device on the "
@@ -196,5 +231,6 @@ def _diagnose(moved, wanted, n, batch, what, agreement) -> str:
     return (
         f"{what}: your step moves the weights {scale:.2g} times as far as one device on the "
         f"whole batch: divide the sum of the per-example losses by this batch's size "
-        f"({batch}, x.shape[0]), once; a fixed GLOBAL_BATCH_SIZE is wrong on a partial batch"
+        f"({batch}, x.shape[0]), once; a fixed GLOBAL_BATCH_SIZE, or a cap on it, is wrong on "
+        "a batch of another size"
     )

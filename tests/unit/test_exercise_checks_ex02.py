@@ -66,6 +66,17 @@ def test_dpkits_split_is_switched_off_even_under_another_name():
         ex02.check_split_evenly(borrowed)
 
 
+def test_an_assert_is_not_a_refusal():
+    def asserted(x, y, num_towers):
+        batch = int(x.shape[0])
+        lower = batch - batch % num_towers
+        assert batch % num_towers == 0, f"use {lower} or {lower + num_towers}"
+        return tf.split(x, num_towers), tf.split(y, num_towers)
+
+    with pytest.raises(AssertionError, match=r"63 for 4 towers failed your assert .* ValueError"):
+        ex02.check_split_evenly(asserted)
+
+
 @pytest.fixture(scope="module")
 def small():
     keras.utils.set_random_seed(1)
@@ -76,14 +87,15 @@ def small():
     return model, x, y
 
 
-def towers(model, per_example_loss, x, y, devices, *, weigh=True, divide=1.0):
-    """A right answer (weigh=True), or a plain mean of the towers, or one scaled."""
+def towers(model, per_example_loss, x, y, devices, *, weigh=True, divide=1.0, training=True):
+    """A right answer (weigh=True), or a plain mean of the towers, or one scaled, or one that
+    calls the model with another `training`."""
     batch = int(x.shape[0])
     sizes = [len(p) for p in np.array_split(np.arange(batch), len(devices))]
     grads = []
     for device, xi, yi, size in zip(devices, tf.split(x, sizes), tf.split(y, sizes), sizes):
         with tf.device(device), tf.GradientTape() as tape:
-            loss = tf.reduce_mean(per_example_loss(yi, model(xi, training=True)))
+            loss = tf.reduce_mean(per_example_loss(yi, model(xi, training=training)))
             g = tape.gradient(loss, model.trainable_variables)
         weight = size / batch if weigh else 1 / len(devices)
         grads.append([t * weight / divide for t in g])
@@ -114,7 +126,8 @@ def test_equal_splits_fail_on_a_batch_that_does_not_divide(small):
     def equal(model, loss, x, y, devices):
         xs, ys = tf.split(x, len(devices)), tf.split(y, len(devices))
         with tf.GradientTape() as tape:
-            total = tf.add_n([tf.reduce_mean(loss(b, model(a))) for a, b in zip(xs, ys)])
+            means = [tf.reduce_mean(loss(b, model(a, training=True))) for a, b in zip(xs, ys)]
+            total = tf.add_n(means)
             total = total / len(devices)
         return tape.gradient(total, model.trainable_variables)
 
@@ -125,11 +138,41 @@ def test_equal_splits_fail_on_a_batch_that_does_not_divide(small):
 def test_one_forward_pass_for_all_towers_fails(small):
     def one_pass(model, loss, x, y, devices):
         with tf.GradientTape() as tape:
-            total = tf.reduce_mean(loss(y, model(x)))
+            total = tf.reduce_mean(loss(y, model(x, training=True)))
         return tape.gradient(total, model.trainable_variables)
 
     with pytest.raises(AssertionError, match=r"2 tower\(s\) .* ran on batches of \[9\]"):
         ex02.check_uneven_towers(one_pass, *small, FOUR)
+
+
+def test_towers_must_call_the_model_in_training_mode(small):
+    def inference(*args):
+        return towers(*args, training=None)
+
+    with pytest.raises(AssertionError, match=r"tower 0 called the model with training=None"):
+        ex02.check_uneven_towers(inference, *small, FOUR)
+
+
+def test_towers_must_use_the_loss_they_are_given(small):
+    def own_loss(model, loss, *args):
+        mine = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+        return towers(model, mine, *args)
+
+    with pytest.raises(AssertionError, match=r"never called per_example_loss, the argument"):
+        ex02.check_uneven_towers(own_loss, *small, FOUR)
+
+
+def test_a_loss_outside_its_tower_fails():
+    devices = ["/device:CPU:0", "/device:CPU:1"]
+    recorder = ex02.LossRecorder(None)
+    recorder.ran = [("CPU", 0), ("CPU", 0)]
+    with pytest.raises(AssertionError, match=r"tower 1's loss ran on \('CPU', 0\), not on its"):
+        ex02.assert_losses(recorder, devices, "here")
+    recorder.ran = [("CPU", 0)]
+    with pytest.raises(AssertionError, match=r"per_example_loss ran 1 time\(s\) for 2 towers"):
+        ex02.assert_losses(recorder, devices, "here")
+    recorder.ran = [("CPU", 0), ("CPU", 1)]
+    ex02.assert_losses(recorder, devices, "here")
 
 
 def _filled(calls, backward):

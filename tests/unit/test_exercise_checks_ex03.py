@@ -47,6 +47,26 @@ def test_an_average_that_cannot_take_none_says_where():
         ex03.check_average_gradients(unguarded)
 
 
+def test_an_average_written_into_the_first_tower_fails():
+    def in_place(tower_grads):
+        first = tower_grads[0]
+        for k, pairs in enumerate(zip(*tower_grads)):
+            if pairs[0][0] is not None:
+                first[k] = (tf.add_n([g for g, _ in pairs]) / len(pairs), pairs[0][1])
+        return first
+
+    with pytest.raises(AssertionError, match=r"2 tower\(s\): your code changed tower_grads"):
+        ex03.check_average_gradients(in_place)
+
+
+def test_an_average_in_float64_fails():
+    def wide(tower_grads):
+        return [(None if g is None else tf.cast(g, tf.float64), v) for g, v in average(tower_grads)]
+
+    with pytest.raises(AssertionError, match=r"average of kernel is float64, its variable float32"):
+        ex03.check_average_gradients(wide)
+
+
 @pytest.fixture(scope="module")
 def small():
     keras.utils.set_random_seed(2)
@@ -57,10 +77,12 @@ def small():
     return model, x, y
 
 
-def step(model, optimizer, x, y, devices, *, global_batch=None, average=False):
-    """A right step, or one with a fixed global batch, or one that also averages."""
+def step(model, optimizer, x, y, devices, *, global_batch=None, average=False, sizes=None):
+    """A right step, or one with a fixed global batch, or one that also averages, or one on
+    shards of other sizes (a function of the batch and the number of towers)."""
     batch = int(x.shape[0])
-    sizes = [len(p) for p in np.array_split(np.arange(batch), len(devices))]
+    sizes = sizes or (lambda b, n: [len(p) for p in np.array_split(np.arange(b), n)])
+    sizes = sizes(batch, len(devices))
     per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
     tower_grads = []
     for device, xi, yi in zip(devices, tf.split(x, sizes), tf.split(y, sizes)):
@@ -99,3 +121,54 @@ def test_a_step_that_changes_the_learning_rate_fails_at_the_second_step(small):
 
     with pytest.raises(AssertionError, match=r"a second step .* differ from two steps"):
         ex03.check_tower_step(faster, *small, FOUR)
+
+
+def test_a_global_batch_capped_at_32_fails_on_a_larger_batch(small):
+    def capped(*args):
+        step(*args, global_batch=min(int(args[2].shape[0]), 32))
+
+    with pytest.raises(AssertionError, match=r"3 tower\(s\) on a batch of 44: .* 1.4 times"):
+        ex03.check_tower_step(capped, *small, FOUR)
+
+
+def test_the_remainder_on_the_last_tower_fails(small):
+    def last(*args):
+        step(*args, sizes=lambda b, n: [b // n] * (n - 1) + [b - b // n * (n - 1)])
+
+    with pytest.raises(AssertionError, match=r"batch of 44: .* batches of \[14, 14, 16\]"):
+        ex03.check_tower_step(last, *small, FOUR)
+
+
+def test_strided_shards_of_numpy_batches_fail(small):
+    def strided(model, optimizer, x, y, devices):
+        n = len(devices)
+        tower_grads = []
+        for i, device in enumerate(devices):
+            with tf.device(device), tf.GradientTape() as tape:
+                per_example = keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True, reduction=None
+                )(y[i::n], model(x[i::n], training=True))
+                loss = tf.nn.compute_average_loss(per_example, global_batch_size=len(x))
+                tower_grads.append(tape.gradient(loss, model.trainable_variables))
+        grads = [tf.add_n(list(g)) for g in zip(*tower_grads)]
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+    with pytest.raises(AssertionError, match=r"batch of 32: the towers' shards, in order, are not"):
+        ex03.check_tower_step(strided, *small, FOUR)
+
+
+def test_a_plain_mean_of_uneven_shards_is_named(small):
+    def plain(model, optimizer, x, y, devices):
+        batch = int(x.shape[0])
+        sizes = [len(p) for p in np.array_split(np.arange(batch), len(devices))]
+        per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+        tower_grads = []
+        for device, xi, yi in zip(devices, tf.split(x, sizes), tf.split(y, sizes)):
+            with tf.device(device), tf.GradientTape() as tape:
+                loss = tf.reduce_mean(per_example(yi, model(xi, training=True)))
+                tower_grads.append(tape.gradient(loss, model.trainable_variables))
+        grads = [tf.add_n(list(g)) / len(g) for g in zip(*tower_grads)]
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+    with pytest.raises(AssertionError, match=r"batch of 10: your step is the plain mean"):
+        ex03.check_tower_step(plain, *small, FOUR)

@@ -372,4 +372,50 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"a batch of 64 for 3 towers: .* 63 and 66",
     ),
+    # red team, third round
+    Wrong(
+        1,
+        "an assert, not a ValueError",
+        """
+        batch = int(x.shape[0])
+        lower = batch - batch % num_towers
+        assert batch % num_towers == 0, f"use {lower} or {lower + num_towers}"
+        return tf.split(x, num_towers), tf.split(y, num_towers)
+        """,
+        check="1",
+        expect=r"a batch of 63 for 4 towers failed your assert .*, not a ValueError",
+    ),
+    Wrong(
+        2,
+        "the model called without training=True",
+        _towers(loss="tf.reduce_mean(per_example_loss(yi, model(xi)))"),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: tower 0 called the model with training=None",
+    ),
+    Wrong(
+        2,
+        "a Keras mean loss, not the per_example_loss given",
+        _towers(
+            loss="keras.losses.SparseCategoricalCrossentropy(from_logits=True)"
+            "(yi, model(xi, training=True))"
+        ),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: your code never called per_example_loss",
+    ),
+    Wrong(
+        2,
+        "the loss outside the tower's device",
+        _towers().replace(
+            "    with tf.device(devices[i]):\n"
+            "        with tf.GradientTape() as tape:\n"
+            "            loss = tf.reduce_mean(per_example_loss(yi, model(xi, training=True)))\n",
+            "    with tf.GradientTape() as tape:\n"
+            "        with tf.device(devices[i]):\n"
+            "            logits = model(xi, training=True)\n"
+            "        loss = tf.reduce_mean(per_example_loss(yi, logits))\n"
+            "    with tf.device(devices[i]):\n",
+        ),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: tower 1's loss ran on \('CPU', 0\), not on",
+    ),
 ]

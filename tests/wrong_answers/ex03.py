@@ -256,7 +256,7 @@ WRONG: list[Wrong] = [
         "compute_average_loss without the global batch, averaged",
         _step(loss="tf.nn.compute_average_loss(per_example)", combine="tf.add_n(list(g)) / len(g)"),
         check="2",
-        expect=r"3 tower\(s\) on a batch of 10: weights vs one device's step: differ",
+        expect=r"3 tower\(s\) on a batch of 10: your step is the plain mean .*\[4, 3, 3\]",
     ),
     Wrong(
         2,
@@ -270,7 +270,7 @@ WRONG: list[Wrong] = [
         "the global batch as shard size times towers",
         _step(loss=_SCALED.format("int(xi.shape[0]) * len(devices)")),
         check="2",
-        expect=r"3 tower\(s\) on a batch of 10: weights vs one device's step: differ",
+        expect=r"3 tower\(s\) on a batch of 10: your step is the plain mean",
     ),
     Wrong(
         2,
@@ -326,5 +326,63 @@ WRONG: list[Wrong] = [
         ),
         check="2",
         expect=r"4 tower\(s\) on a batch of 32: your code raised ValueError: Unknown variable",
+    ),
+    # red team, third round
+    Wrong(
+        1,
+        "the averages written into the first tower's list",
+        """
+        first = tower_grads[0]
+        for k, pairs in enumerate(zip(*tower_grads)):
+            grads = [g for g, _ in pairs]
+            if grads[0] is not None:
+                first[k] = (tf.add_n(grads) / len(grads), pairs[0][1])
+        return first
+        """,
+        check="1",
+        expect=r"2 tower\(s\): your code changed tower_grads: build a new list",
+    ),
+    Wrong(
+        1,
+        "NumPy's mean in float64",
+        _average(mean="tf.constant(np.mean(np.stack(grads), axis=0, dtype=np.float64))"),
+        check="1",
+        expect=r"2 tower\(s\): your average of kernel is float64, its variable float32",
+    ),
+    Wrong(
+        2,
+        "the global batch capped at GLOBAL_BATCH_SIZE",
+        _step(loss=_SCALED.format("min(batch, GLOBAL_BATCH_SIZE)")),
+        check="2",
+        expect=r"3 tower\(s\) on a batch of 44: your step moves the weights 1.4 times as far",
+    ),
+    Wrong(
+        2,
+        "the remainder on the last tower",
+        _step().replace(
+            "sizes = [len(part) for part in np.array_split(np.arange(batch), len(devices))]",
+            "base = batch // len(devices)\n"
+            "sizes = [base] * (len(devices) - 1) + [batch - base * (len(devices) - 1)]",
+        ),
+        check="2",
+        expect=r"3 tower\(s\) on a batch of 44: the model ran on batches of \[14, 14, 16\]",
+    ),
+    Wrong(
+        2,
+        "strided shards",
+        _step(split="len(devices)").replace(
+            "zip(devices, tf.split(x, len(devices)), tf.split(y, len(devices)))",
+            "zip(devices, [x[i::len(devices)] for i in range(len(devices))], "
+            "[y[i::len(devices)] for i in range(len(devices))])",
+        ),
+        check="2",
+        expect=r"4 tower\(s\) on a batch of 32: the towers' shards, in order, are not the batch",
+    ),
+    Wrong(
+        2,
+        "the model called without training=True",
+        _step().replace("model(xi, training=True)", "model(xi)"),
+        check="2",
+        expect=r"4 tower\(s\) on a batch of 32: tower 0 called the model with training=None",
     ),
 ]
