@@ -51,9 +51,21 @@ def test_check_1_refuses_keras_schedule_and_puts_it_back():
         )
         return float(schedule(step))
 
-    with pytest.raises(AssertionError, match="calls Keras's ExponentialDecay"):
+    with pytest.raises(AssertionError, match="calls Keras's or TF1's exponential decay"):
         ex01.check_decayed_learning_rate(keras_rate)
     assert math.isclose(keras_rate(64, 1.0, 64, 0.5), 0.5, rel_tol=1e-6)
+
+
+def test_check_1_refuses_tf1_exponential_decay_and_puts_it_back():
+    import tensorflow as tf
+
+    def tf1_rate(step, initial_rate, decay_steps, decay_rate, staircase=False):
+        decay = tf.compat.v1.train.exponential_decay  # TF's own copy of Keras 2's schedule
+        return float(decay(initial_rate, step, decay_steps, decay_rate, staircase)())
+
+    with pytest.raises(AssertionError, match="calls Keras's or TF1's exponential decay"):
+        ex01.check_decayed_learning_rate(tf1_rate)
+    assert math.isclose(tf1_rate(64, 1.0, 64, 0.5), 0.5, rel_tol=1e-6)
 
 
 # --- check 2: the moving average
@@ -110,7 +122,7 @@ def test_check_2_refuses_tf_class_and_puts_it_back():
 # --- check 3: gradient accumulation
 
 
-def accumulating(scale="n", penalty="share", reset=True, split="array", clip=None):
+def accumulating(scale="n", penalty="share", reset=True, split="array", clip=None, training=True):
     """make_accumulating_step, right by default; each argument makes one mistake."""
     import keras
     import tensorflow as tf
@@ -125,15 +137,15 @@ def accumulating(scale="n", penalty="share", reset=True, split="array", clip=Non
             if reset:
                 for s in sums:
                     s.assign(tf.zeros_like(s))
-            n = len(x)
-            parts = (
-                [(x, y)]
-                if split == "none"
-                else zip(np.array_split(x, micro_batches), np.array_split(y, micro_batches))
-            )
+            n, m = len(x), math.ceil(len(x) / micro_batches)
+            parts = {
+                "none": [(x, y)],
+                "ceil": [(x[i : i + m], y[i : i + m]) for i in range(0, n, m)],
+                "array": zip(np.array_split(x, micro_batches), np.array_split(y, micro_batches)),
+            }[split]
             for xi, yi in parts:
                 with tf.GradientTape() as tape:
-                    total = tf.reduce_sum(per_example(yi, model(xi, training=True)))
+                    total = tf.reduce_sum(per_example(yi, model(xi, training=training)))
                     loss = total / {"n": n, "64": 64, "own": len(xi) * micro_batches}[scale]
                     loss += {"share": sum(model.losses) / micro_batches, "none": 0.0}[penalty]
                 for s, g in zip(sums, tape.gradient(loss, variables)):
@@ -191,6 +203,12 @@ def test_check_3_passes_a_right_step_in_a_tf_function(capfd):
         ({"penalty": "none"}, r"regularisation loss \(model\.losses\) 0 times"),
         ({"split": "none"}, r"2 micro-batches.*whole batch of 10 at once"),
         (
+            {"split": "ceil"},
+            r"batch of 4 \(tensors\): .*batches of \[2, 2\]; split the 4 .* into 3",
+        ),
+        ({"training": None}, r"step 1 on a batch of 10: .*with training=None: pass training=True"),
+        ({"training": False}, r"with training=False: pass training=True"),
+        (
             {"clip": 10.0},
             r"large gradients, step 1 .* times one step on the whole batch, in the same",
         ),
@@ -213,7 +231,7 @@ def test_check_3_fails_a_step_that_applies_per_micro_batch():
         def step(x, y):
             for xi, yi in zip(np.array_split(x, micro_batches), np.array_split(y, micro_batches)):
                 with tf.GradientTape() as tape:
-                    loss = tf.reduce_sum(per_example(yi, model(xi))) / len(x)
+                    loss = tf.reduce_sum(per_example(yi, model(xi, training=True))) / len(x)
                     loss += sum(model.losses) / micro_batches
                 optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
 

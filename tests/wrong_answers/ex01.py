@@ -100,7 +100,7 @@ WRONG: list[Wrong] = [
         return float(schedule(step))
         """,
         check="1",
-        expect=r"calls Keras's ExponentialDecay",
+        expect=r"calls Keras's or TF1's exponential decay",
     ),
     Wrong(
         1,
@@ -131,6 +131,28 @@ WRONG: list[Wrong] = [
         "return np.array([initial_rate * decay_rate ** (step / decay_steps)])",
         check="1",
         expect=r"yours returns ndarray .*return one number",
+    ),
+    # fourth red team, exercise 1
+    Wrong(
+        1,
+        "TF1's exponential_decay instead of the formula",
+        """
+        decay = tf.compat.v1.train.exponential_decay
+        return float(decay(initial_rate, step, decay_steps, decay_rate, staircase=staircase)())
+        """,
+        check="1",
+        expect=r"calls Keras's or TF1's exponential decay: compute the rate yourself",
+    ),
+    Wrong(
+        1,
+        "stairs counted from step 1",
+        """
+        periods = max(step - 1, 0) // decay_steps if staircase else step / decay_steps
+        return initial_rate * decay_rate**periods
+        """,
+        check="1",
+        expect=r"decayed_learning_rate\(64, .*staircase=True: yours is 1\.000000e-03, Keras's is "
+        r"9\.900000e-04: yours is Keras's at the previous step",
     ),
     # 2. average_update
     Wrong(
@@ -412,5 +434,34 @@ WRONG: list[Wrong] = [
         check="3",
         expect=r"1 micro-batch, .*ran the model on batches of \[3, 3, 2, 2\]; split the 10 "
         r"examples into 1 micro-batch",
+    ),
+    # fourth red team, exercise 3
+    Wrong(
+        3,
+        "the model run without training=True",
+        _step(loss="tf.reduce_sum(per_example_loss(yi, model(xi))) / n"),
+        check="3",
+        expect=r"SGD, 1 micro-batch, .*step 1 on a batch of 10: your step ran the model with "
+        r"training=None: pass training=True",
+    ),
+    Wrong(
+        3,
+        "micro-batches of ceil(n / k) examples",
+        _step(split="((x[i:i + m], y[i:i + m]) for i in range(0, n, m))").replace(
+            "n = len(x)", "n = len(x)\n    m = int(np.ceil(n / micro_batches))"
+        ),
+        check="3",
+        expect=r"Adam, 3 micro-batches, .*step 2 on a batch of 4 \(tensors\): your step ran the "
+        r"model on batches of \[2, 2\]; split the 4 examples into 3",
+    ),
+    Wrong(
+        3,
+        "micro-batches of n // k examples, the rest in one more",
+        _step(split="((x[i:i + m], y[i:i + m]) for i in range(0, n, m))").replace(
+            "n = len(x)", "n = len(x)\n    m = max(n // micro_batches, 1)"
+        ),
+        check="3",
+        expect=r"SGD, 2 micro-batches, .*step 2 on a batch of 9 \(tensors\): your step ran the "
+        r"model on batches of \[4, 4, 1\]",
     ),
 ]
