@@ -1,26 +1,19 @@
 """Checks of exercise 08 (beyond one machine): one function per check cell of
 exercises/08_*.ipynb (each docstring says what it varies and what its reference is).
 
-:func:`check_two_workers` starts two ``MultiWorkerMirroredStrategy`` worker processes
-(through :mod:`dpkit.plumbing.procs`); they run this module, ``python -m
-dpkit.exercises.ex08 SPEC``, with the learner's functions' source (:func:`_worker`).
+:func:`check_two_workers` rehearses in this process, then starts two worker processes: its
+machinery is in :mod:`dpkit.exercises.workers`.
 """
 
 from __future__ import annotations
 
-import inspect
-import json
+import glob
 import os
-import re
 import shlex
-import sys
 import tempfile
-import textwrap
+import time
 
 import numpy as np
-
-from dpkit import checking
-from dpkit.plumbing import procs
 
 # ----------------------------------------------------------------------------- check 1
 
@@ -228,154 +221,19 @@ def check_dataset_fn(dataset_fn) -> str:
 
 # ----------------------------------------------------------------------------- check 2b
 
-_FEATURES, _CLASSES = 5, 3
-#: global batch, steps and learning rate of the two-worker run (per worker 5: odd on purpose)
-_BATCH, _STEPS, _LR = 10, 4, 0.5
 
-
-def _source(function, what: str) -> tuple[str, str]:
-    """``(name, source)`` of the learner's ``function``, to run in the worker processes."""
-    function = inspect.unwrap(getattr(function, "python_function", function))
-    try:
-        source = textwrap.dedent(inspect.getsource(function))
-    except (OSError, TypeError) as error:
-        raise AssertionError(
-            f"cannot read the source of {what} ({error}): define it with def in a cell; "
-            "the check runs that source in two new processes"
-        ) from None
-    assert "raise NotImplementedError" not in source, f"write {what} first: it raises"
-    return function.__name__, source
-
-
-def _problem() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Examples ``x`` (float32) with labels from a random linear rule; starting ``w``, ``b``."""
-    rng = np.random.default_rng(8)
-    x = rng.normal(size=(_BATCH * _STEPS, _FEATURES)).astype(np.float32)
-    y = np.argmax(x @ rng.normal(size=(_FEATURES, _CLASSES)), axis=1).astype(np.int32)
-    w = rng.normal(0, 0.3, size=(_FEATURES, _CLASSES)).astype(np.float32)
-    b = rng.normal(0, 0.1, size=_CLASSES).astype(np.float32)
-    return x, y, w, b
-
-
-def _sgd(x, y, w, b, batch: int, lr: float, steps: int, take=None):
-    """Plain SGD on the mean softmax cross-entropy, in float64: one device, batches in order.
-
-    ``take(k)`` gives the indices of step k's batch (default: global batch k)."""
-    w, b = w.astype(np.float64), b.astype(np.float64)
-    for k in range(steps):
-        rows = np.arange(k * batch, (k + 1) * batch) if take is None else take(k)
-        xb, yb = x[rows].astype(np.float64), y[rows]
-        logits = xb @ w + b
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        p[np.arange(len(yb)), yb] -= 1  # d(mean loss)/d(logits), times the batch size
-        w, b = w - lr * xb.T @ p / len(yb), b - lr * p.mean(axis=0)
-    return [w, b]
-
-
-def _failure(error: procs.TaskFailedError) -> AssertionError:
-    """What to tell the learner when a worker process failed."""
-    text = str(error)
-    raised = re.findall(r"^\s*(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.*)$", text, re.MULTILINE)
-    said = ": ".join(raised[-1]) if raised else text.splitlines()[0]
-    aborted = re.findall(r"Collective ops is aborted by: (.*)", text)
-    if aborted or re.search(r"Unavailable|DeadlineExceeded|[Ss]ocket closed", text):
-        said += f" ({aborted[-1].split(chr(92) + 'n')[0][:200]})" if aborted else ""
-        hint = (
-            "the workers' collectives did not match: every worker runs the same step, and "
-            "applies the gradients itself (apply_gradients all-reduces them across workers: "
-            "not on the chief only)"
-        )
-    elif "NameError" in said:
-        said = ", ".join(re.findall(r"name '\w+' is not defined", text)[-1:]) or said
-        hint = (
-            "the workers run your two functions' source in new processes, with tf, np and "
-            "keras imported and nothing else from the notebook: use the arguments"
-        )
-    elif "compute_average_loss" in text:
-        hint = "compute_average_loss takes the per-example losses (reduction=None), not their mean"
-    else:
-        hint = "the error names the line of your code (answer.py holds your two functions)"
-    return AssertionError(f"a worker process failed: {said[:500]}; {hint}")
-
-
-def check_two_workers(dataset_fn, replica_step, timeout: float = 300.0) -> str:
+def check_two_workers(dataset_fn, replica_step, devices=None, timeout: float = 300.0) -> str:
     """``dataset_fn`` and ``replica_step`` as two ``MultiWorkerMirroredStrategy`` workers.
 
-    Starts two worker processes on localhost (``TF_CONFIG`` for each; this module is their
-    program). Each builds a softmax-regression Keras model and plain SGD in the strategy's
-    scope, from the same starting weights, reads its input from ``dataset_fn`` through
-    ``distribute_datasets_from_function`` and runs ``replica_step(model, optimizer, x, y,
-    global_batch)`` under ``strategy.run`` for a few steps, with a global batch the notebook
-    does not use (5 examples per worker). Reference: plain SGD on one device over the global
-    batches, in float64 NumPy; and each other. A miss is named by the same SGD gone wrong
-    that it matches (twice the step, both workers on the same examples, no step).
+    Rehearses 2 and 3 workers as replicas of a ``MirroredStrategy`` over ``devices`` (3
+    needed; by default TensorFlow's logical devices) in this process first, then, for an
+    answer that passes, runs two worker processes. Reference: plain SGD on one device over
+    the global batches, in float64 NumPy. The machinery, and what it varies:
+    :func:`dpkit.exercises.workers.check_two_workers`.
     """
-    sources = {
-        what: _source(f, what)
-        for what, f in [("dataset_fn", dataset_fn), ("replica_step", replica_step)]
-    }
-    x, y, w0, b0 = _problem()
-    with tempfile.TemporaryDirectory(prefix="dpkit-ex08-") as work:
-        np.savez(os.path.join(work, "data.npz"), x=x, y=y, w=w0, b=b0)
-        with open(os.path.join(work, "answer.py"), "w") as f:  # a file: autograph reads it
-            f.write("import keras\nimport numpy as np\nimport tensorflow as tf\n\n\n")
-            f.write("\n\n".join(source for _, source in sources.values()))
-        spec = os.path.join(work, "spec.json")
-        with open(spec, "w") as f:
-            json.dump({what: name for what, (name, _) in sources.items()} | {"folder": work}, f)
-        addresses = [f"127.0.0.1:{procs.free_port()}" for _ in range(2)]
-        argv = [sys.executable, "-m", __name__, spec]
-        with procs.Group(timeout=timeout, echo=None) as group:
-            for i in range(2):
-                config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": i}}
-                group.start(f"worker:{i}", argv, env={"TF_CONFIG": json.dumps(config)})
-            try:
-                group.wait()
-            except procs.TaskFailedError as error:
-                raise _failure(error) from None
-            except TimeoutError:
-                raise AssertionError(
-                    f"the workers did not finish within {timeout:g} s: one waits in a "
-                    "collective the other never runs. Every worker runs the same steps and "
-                    "applies the gradients itself (not on the chief only)"
-                ) from None
-        finals = []
-        for i in range(2):
-            saved = np.load(os.path.join(work, f"worker{i}.npz"))
-            finals.append([saved["w"], saved["b"]])
-    # float32 SGD over a few steps against float64: a few rounding steps more than one sum
-    same = checking.agree(finals[1], finals[0], what="worker 1's weights vs worker 0's", ulps=1024)
-    lazy = [i for i in range(2) if np.array_equal(finals[i][0], w0)]
-    assert same, f"{same}. Every worker applies the same update, the gradients summed over " + (
-        f"the workers: worker {lazy[0]}'s weights never moved (not on the chief only)"
-        if lazy
-        else "the workers (apply_gradients all-reduces them; a variable's assign_sub does not)"
-    )
-    reference = _sgd(x, y, w0, b0, _BATCH, _LR, _STEPS)
-    got = checking.agree(finals[0], reference, what="the workers vs one device", ulps=1024)
-    if got:
-        return "Check 2b passed"
-    half = _BATCH // 2
-    wrong = {
-        "the weights moved twice as far as one device's: did you divide the loss by the "
-        "worker's own batch (reduce_mean, or global_batch_size set to the per-worker batch; "
-        "compute_average_loss(per_example, global_batch_size=global_batch) divides by the "
-        "global one), or all-reduce the gradients before apply_gradients, which does it "
-        "again?": _sgd(x, y, w0, b0, _BATCH, 2 * _LR, _STEPS),
-        "both workers trained on the same examples: shard the input, each worker its own "
-        "(dataset.shard(num_input_pipelines, input_pipeline_id))": _sgd(
-            x, y, w0, b0, half, _LR, _STEPS, take=lambda k: np.arange(k * half, (k + 1) * half)
-        ),
-        "the weights never moved: apply the gradients (optimizer.apply_gradients)": [w0, b0],
-    }
-    for why, weights in wrong.items():
-        if checking.agree(finals[0], weights, ulps=1024):
-            raise AssertionError(f"{got}: {why}")
-    raise AssertionError(
-        f"{got}: the step should be one device's on the whole global batch: the mean loss "
-        "over the global batch (compute_average_loss), its gradients applied on every worker"
-    )
+    from dpkit.exercises import workers
+
+    return workers.check_two_workers(dataset_fn, replica_step, devices, timeout)
 
 
 # ----------------------------------------------------------------------------- check 3
@@ -406,40 +264,52 @@ def check_steps_from_checkpoint(steps_from_checkpoint) -> str:
     keeping the last three of eleven saves, so the newest, ``ckpt-11``, is not the last file
     by name, and ``save_counter`` and the file's number are not the step), next to an int64
     ``epoch`` that is not the step either; twice, with other steps, so a number typed in
-    fails; and by name with TF1's ``Saver`` (key ``global_step``). Reference: the steps
-    assigned before each save.
+    fails; a third time, then restarted from scratch in the same folder (the newest is
+    ``ckpt-2``, after ``ckpt-11``, whose files are given a later time, as a copy would); and
+    by name with TF1's ``Saver`` (key ``global_step``). Reference: the steps assigned before
+    each save.
     """
     import logging
 
     import tensorflow as tf
 
     with tempfile.TemporaryDirectory(prefix="dpkit-ex08-") as work:
-        for run, steps in enumerate([{9: 31, 10: 52, 11: 7}, {9: 5, 10: 3, 11: 64}]):
+        # each run: its sessions, each (saves, {save: step}); the third restarted from scratch
+        runs = [[(11, {9: 31, 10: 52, 11: 7})], [(11, {9: 5, 10: 3, 11: 64})]]
+        runs.append([(11, {}), (2, {1: 20, 2: 40})])
+        for run, sessions in enumerate(runs):
             folder = os.path.join(work, f"by-object-{run}")
-            step, epoch = tf.Variable(0, dtype=tf.int64), tf.Variable(0, dtype=tf.int64)
-            checkpoint = tf.train.Checkpoint(global_step=step, epoch=epoch)
-            manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=3)
-            saves = {}  # file name -> the step saved in it
-            for i in range(1, 12):
-                step.assign(steps.get(i, 100 + i))
-                epoch.assign(i + 2)
-                saves[os.path.basename(manager.save())] = int(step.numpy())
+            saves = {}  # file name -> (the step, the epoch) saved in it
+            for count, steps in sessions:
+                step, epoch = tf.Variable(0, dtype=tf.int64), tf.Variable(0, dtype=tf.int64)
+                checkpoint = tf.train.Checkpoint(global_step=step, epoch=epoch)
+                manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=3)
+                for i in range(1, count + 1):
+                    step.assign(steps.get(i, 100 + i))
+                    epoch.assign(i + 2)
+                    saves[os.path.basename(manager.save())] = (int(step.numpy()), i + 2)
             newest = os.path.basename(manager.latest_checkpoint)
+            if len(sessions) > 1:  # copied to shared storage: an older file's time is newer
+                later = time.time() + 60
+                for path in glob.glob(os.path.join(folder, "ckpt-11.*")):
+                    os.utime(path, (later, later))
+            (want, epoch_saved), counter = saves[newest], int(newest.rsplit("-", 1)[1])
             read = _read_step(steps_from_checkpoint, folder, "by object (tf.train.Checkpoint)")
-            older = [name for name, saved in saves.items() if name != newest and saved == read]
+            older = [name for name, (saved, _) in saves.items() if name != newest and saved == read]
             assert not older, (
                 f"you read {read}, the step in {older[0]}, an older checkpoint; the newest, "
-                f"{newest}, holds {saves[newest]}: tf.train.latest_checkpoint finds it"
+                f"{newest}, holds {want}: the folder's checkpoint file names it "
+                "(tf.train.latest_checkpoint), not the largest number, name or file time"
             )
-            assert read != len(saves), (
+            assert read != counter, (
                 f"you read {read}: the number of saves (save_counter, and the number in "
-                f"{newest}), not the step saved in it, {saves[newest]}"
+                f"{newest}), not the step saved in it, {want}"
             )
-            assert read != len(saves) + 2, (
+            assert read != epoch_saved, (
                 f"you read {read}, another int64 of the checkpoint ('epoch'): pick the global "
-                f"step by its key; {newest} holds the step {saves[newest]}"
+                f"step by its key; {newest} holds the step {want}"
             )
-            assert read == saves[newest], f"you read {read}; {newest} holds step {saves[newest]}"
+            assert read == want, f"you read {read}; {newest} holds step {want}"
         by_name = os.path.join(work, "by-name", "model.ckpt")
         v1, logger = tf.compat.v1, logging.getLogger("tensorflow")
         level = logger.level
@@ -454,47 +324,3 @@ def check_steps_from_checkpoint(steps_from_checkpoint) -> str:
         read = _read_step(steps_from_checkpoint, os.path.dirname(by_name), "by name (TF1 Saver)")
         assert read == 77, f"you read {read} from TF1's checkpoint; its global step is 77"
     return "Check 3 passed"
-
-
-def _worker(spec_path: str) -> None:
-    """One worker of :func:`check_two_workers` (``python -m dpkit.exercises.ex08 SPEC``)."""
-    with open(spec_path) as f:
-        spec = json.load(f)
-    import keras
-    import tensorflow as tf
-
-    index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-    data = np.load(os.path.join(spec["folder"], "data.npz"))
-    import importlib.util
-
-    where = importlib.util.spec_from_file_location(
-        "answer", os.path.join(spec["folder"], "answer.py")
-    )
-    answer = importlib.util.module_from_spec(where)
-    where.loader.exec_module(answer)
-    dataset_fn = getattr(answer, spec["dataset_fn"])
-    replica_step = getattr(answer, spec["replica_step"])
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    with strategy.scope():
-        model = keras.Sequential([keras.Input((_FEATURES,)), keras.layers.Dense(_CLASSES)])
-        optimizer = keras.optimizers.SGD(_LR)
-    model.set_weights([data["w"], data["b"]])
-    x, y = data["x"], data["y"]
-    batches = iter(
-        strategy.distribute_datasets_from_function(lambda ctx: dataset_fn(ctx, x, y, _BATCH))
-    )
-
-    @tf.function
-    def step(xb, yb):
-        strategy.run(lambda xr, yr: replica_step(model, optimizer, xr, yr, _BATCH), (xb, yb))
-
-    for _ in range(_STEPS):
-        step(*next(batches))
-    w, b = model.get_weights()
-    np.savez(os.path.join(spec["folder"], f"worker{index}.npz"), w=w, b=b)
-
-
-if __name__ == "__main__":
-    procs.watch_parent()  # exit when the check that started us dies
-    _worker(sys.argv[1])
-    # the normal exit: TensorFlow's shutdown barrier waits for the other worker

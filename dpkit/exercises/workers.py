@@ -3,6 +3,414 @@
 Starting two worker processes costs two TensorFlow imports; most wrong answers already show
 on two replicas of a ``MirroredStrategy`` in this process, so the check rehearses there first
 and starts the workers only for an answer that passes the rehearsal.
+
+The rehearsal runs the same source the workers would (the learner's two functions, written to
+a file with ``tf``, ``np`` and ``keras`` imported), as 2 and then 3 workers of one replica each:
+``dataset_fn`` is called with each worker's ``InputContext`` and each replica is fed its
+worker's batches. Two or three workers in one process are still not two processes: what only
+a cluster shows (a step applied on the chief only, read from the cluster resolver) is left to
+the worker processes, ``python -m dpkit.exercises.workers SPEC`` (:func:`_worker`).
 """
 
 from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import os
+import re
+import sys
+import tempfile
+import textwrap
+
+import numpy as np
+
+from dpkit import checking
+from dpkit.plumbing import procs
+
+_FEATURES, _CLASSES = 5, 3
+#: per-worker batch (odd on purpose), steps and learning rate; the two-worker run's global
+#: batch is 2 * _PER_WORKER, the rehearsal's 2 and 3 times it
+_PER_WORKER, _STEPS, _LR = 5, 4, 0.5
+_BATCH = 2 * _PER_WORKER
+_REHEARSED = (2, 3)  # workers rehearsed in this process: 3 catches a '2 workers' typed in
+_ULPS = 1024  # float32 SGD over a few steps against float64: a few rounding steps more
+_STRATEGIES: dict = {}  # MirroredStrategy per device tuple, made once per process
+
+
+def _source(function, what: str) -> tuple[str, str]:
+    """``(name, source)`` of the learner's ``function``, to run in the worker processes."""
+    function = inspect.unwrap(getattr(function, "python_function", function))
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError) as error:
+        raise AssertionError(
+            f"cannot read the source of {what} ({error}): define it with def in a cell; "
+            "the check runs that source in two new processes"
+        ) from None
+    assert "raise NotImplementedError" not in source, f"write {what} first: it raises"
+    return function.__name__, source
+
+
+def _problem() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Examples ``x`` (float32, enough for every run) with labels from a random linear rule;
+    starting ``w``, ``b``."""
+    rng = np.random.default_rng(8)
+    rows = max(_REHEARSED) * _PER_WORKER * _STEPS
+    x = rng.normal(size=(rows, _FEATURES)).astype(np.float32)
+    y = np.argmax(x @ rng.normal(size=(_FEATURES, _CLASSES)), axis=1).astype(np.int32)
+    w = rng.normal(0, 0.3, size=(_FEATURES, _CLASSES)).astype(np.float32)
+    b = rng.normal(0, 0.1, size=_CLASSES).astype(np.float32)
+    return x, y, w, b
+
+
+def _sgd(x, y, w, b, batch: int, lr: float, steps: int, take=None, losses=None):
+    """Plain SGD on the mean softmax cross-entropy, in float64: one device, batches in order.
+
+    ``take(k)`` gives the indices of step k's batch (default: global batch k); each step's
+    mean loss, before its update, is appended to ``losses`` if given."""
+    w, b = w.astype(np.float64), b.astype(np.float64)
+    for k in range(steps):
+        rows = np.arange(k * batch, (k + 1) * batch) if take is None else take(k)
+        xb, yb = x[rows].astype(np.float64), y[rows]
+        logits = xb @ w + b
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        if losses is not None:
+            losses.append(-np.mean(np.log(p[np.arange(len(yb)), yb])))
+        p[np.arange(len(yb)), yb] -= 1  # d(mean loss)/d(logits), times the batch size
+        w, b = w - lr * xb.T @ p / len(yb), b - lr * p.mean(axis=0)
+    return [w, b]
+
+
+_MISMATCH = (
+    "the workers' collectives did not match: every worker runs the same step, and applies "
+    "the gradients itself (apply_gradients all-reduces them across workers: not on the "
+    "chief only)"
+)
+_NOTEBOOK = (
+    "the workers run your two functions' source in new processes, with tf, np and keras "
+    "imported and nothing else from the notebook: use the arguments"
+)
+_RANK = "compute_average_loss takes the per-example losses (reduction=None), not their mean"
+
+
+def _failure(error: procs.TaskFailedError) -> AssertionError:
+    """What to tell the learner when a worker process failed."""
+    text = str(error)
+    raised = re.findall(r"^\s*(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.*)$", text, re.MULTILINE)
+    said = ": ".join(raised[-1]) if raised else text.splitlines()[0]
+    aborted = re.findall(r"Collective ops is aborted by: (.*)", text)
+    if aborted or re.search(r"Unavailable|DeadlineExceeded|[Ss]ocket closed", text):
+        said += f" ({aborted[-1].split(chr(92) + 'n')[0][:200]})" if aborted else ""
+        hint = _MISMATCH
+    elif "NameError" in said:
+        said = ", ".join(re.findall(r"name '\w+' is not defined", text)[-1:]) or said
+        hint = _NOTEBOOK
+    elif "compute_average_loss" in text:
+        hint = _RANK
+    else:
+        hint = "the error names the line of your code (answer.py holds your two functions)"
+    return AssertionError(f"a worker process failed: {said[:500]}; {hint}")
+
+
+def _rehearsal_failure(error: Exception, workers: int) -> AssertionError | None:
+    """What to tell the learner when the rehearsal raised ``error``; None to leave the
+    verdict to the worker processes (an error that may come from rehearsing in one process:
+    a cluster resolver it does not have, say)."""
+    text = f"{type(error).__name__}: {error}"
+    raised = re.findall(r"^\s*(\w+(?:Error|Exception)): (.*)$", text, re.MULTILINE)
+    said = ": ".join(raised[-1])[:300] if raised else text.splitlines()[0][:300]
+    if isinstance(error, NameError) or "is not defined" in text:
+        said, hint = (re.findall(r"name '\w+' is not defined", text)[-1:] or [said])[0], _NOTEBOOK
+    elif "`merge_call` called while defining" in text:
+        said = "apply_gradients ran inside control flow (an if, a loop, a nested tf.function)"
+        hint = (
+            "every worker applies the gradients, every step, unconditionally: apply_gradients "
+            "all-reduces them across the workers (not on the chief only)"
+        )
+    elif "compute_average_loss" in text or "per_example_loss" in text:
+        hint = _RANK
+    else:
+        return None
+    return AssertionError(
+        f"rehearsed as {workers} workers in this process, before any worker process: "
+        f"your code failed: {said}; {hint}"
+    )
+
+
+def _answer(folder: str):
+    """The module ``answer.py`` in ``folder``: the learner's two functions."""
+    where = importlib.util.spec_from_file_location("answer", os.path.join(folder, "answer.py"))
+    answer = importlib.util.module_from_spec(where)
+    where.loader.exec_module(answer)
+    return answer
+
+
+def _model(strategy, w, b):
+    """The softmax-regression model and plain SGD, in ``strategy``'s scope, from ``w``, ``b``."""
+    import keras
+
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((_FEATURES,)), keras.layers.Dense(_CLASSES)])
+        optimizer = keras.optimizers.SGD(_LR)
+    model.set_weights([w, b])
+    return model, optimizer
+
+
+def _strategy(names):
+    """A MirroredStrategy over ``names``, reusing one made before in this process."""
+    import tensorflow as tf
+
+    key = tuple(names)
+    if key not in _STRATEGIES:
+        # strategies over different device sets in one process must not share collective
+        # keys: sum on one device instead, which is the same sum
+        _STRATEGIES[key] = tf.distribute.MirroredStrategy(
+            list(names), cross_device_ops=tf.distribute.ReductionToOneDevice()
+        )
+    return _STRATEGIES[key]
+
+
+def _rehearse(answer, names, workers: int, x, y, w0, b0):
+    """``workers`` workers of one replica each, in this process: each replica's final weights,
+    and each step's losses returned by the replicas, summed (None if they return nothing)."""
+    import tensorflow as tf
+
+    strategy = _strategy(names[:workers])
+    model, optimizer = _model(strategy, w0, b0)
+    batch = workers * _PER_WORKER
+    iterators = [
+        iter(answer.dataset_fn(tf.distribute.InputContext(workers, i, workers), x, y, batch))
+        for i in range(workers)
+    ]
+
+    @tf.function
+    def step(xb, yb):
+        out = strategy.run(
+            lambda xr, yr: answer.replica_step(model, optimizer, xr, yr, batch), (xb, yb)
+        )
+        return None if out is None else strategy.reduce("SUM", out, axis=None)
+
+    losses = []
+    for _ in range(_STEPS):
+        mine = [next(iterator) for iterator in iterators]  # worker i's batch: replica i's
+        xb, yb = (
+            strategy.experimental_distribute_values_from_function(
+                lambda context, mine=mine, part=part: mine[context.replica_id_in_sync_group][part]
+            )
+            for part in (0, 1)
+        )
+        loss = step(xb, yb)
+        losses.append(None if loss is None else np.asarray(loss, dtype=np.float64))
+    parts = [strategy.experimental_local_results(v.value) for v in model.trainable_variables]
+    return [[np.asarray(part[i]) for part in parts] for i in range(workers)], losses
+
+
+def _verdict(finals, x, y, w0, b0, workers: int, where: str) -> None:
+    """Raise what is wrong with ``finals`` (each worker's weights) of ``workers`` workers,
+    against plain SGD on one device over the same global batches; name the miss."""
+    for i in range(1, workers):
+        same = checking.agree(
+            finals[i], finals[0], what=f"{where}worker {i}'s weights vs worker 0's", ulps=_ULPS
+        )
+        lazy = [k for k in range(workers) if np.array_equal(finals[k][0], w0)]
+        assert same, f"{same}. Every worker applies the same update, the gradients summed " + (
+            f"over the workers: worker {lazy[0]}'s weights never moved (not on the chief only)"
+            if lazy
+            else "over the workers (apply_gradients all-reduces them; a variable's assign_sub "
+            "does not)"
+        )
+    batch = workers * _PER_WORKER
+    reference = _sgd(x, y, w0, b0, batch, _LR, _STEPS)
+    got = checking.agree(finals[0], reference, what=f"{where}the workers vs one device", ulps=_ULPS)
+    if got:
+        return
+    times = "twice" if workers == 2 else f"{workers} times"
+    wrong = {
+        f"the weights moved {times} as far as one device's: did you divide the loss by the "
+        "worker's own batch (reduce_mean, or global_batch_size set to the per-worker batch; "
+        "compute_average_loss(per_example, global_batch_size=global_batch) divides by the "
+        "global one), or all-reduce the gradients before apply_gradients, which does it "
+        "again" + (", or apply them twice?" if workers == 2 else "?"): _sgd(
+            x, y, w0, b0, batch, workers * _LR, _STEPS
+        ),
+        "both workers trained on the same examples: shard the input, each worker its own "
+        "(dataset.shard(num_input_pipelines, input_pipeline_id))": _sgd(
+            x,
+            y,
+            w0,
+            b0,
+            _PER_WORKER,
+            _LR,
+            _STEPS,
+            take=lambda k: np.arange(k * _PER_WORKER, (k + 1) * _PER_WORKER),
+        ),
+        "the weights never moved: apply the gradients (optimizer.apply_gradients)": [w0, b0],
+    }
+    wrong[
+        f"the weights moved {batch} times as far as one device's, the global batch: divide "
+        "the summed loss by global_batch (compute_average_loss does)"
+    ] = _sgd(x, y, w0, b0, batch, batch * _LR, _STEPS)
+    if workers != 2:
+        wrong[
+            f"the weights moved {workers / 2:g} times as far as one device's on {workers} "
+            "workers: is '2 workers' typed in (a loss divided by twice the worker's batch)? "
+            "Divide by the global batch, global_batch, whatever the number of workers"
+        ] = _sgd(x, y, w0, b0, batch, workers / 2 * _LR, _STEPS)
+    for why, weights in wrong.items():
+        if checking.agree(finals[0], weights, ulps=_ULPS):
+            raise AssertionError(f"{got}: {why}")
+    raise AssertionError(
+        f"{got}: the step should be one device's on the whole global batch: the mean "
+        "cross-entropy of the model's logits (from_logits=True) over the global batch "
+        "(compute_average_loss), its gradients applied once, on every worker"
+    )
+
+
+def _returned(losses, x, y, w0, b0, workers: int, where: str) -> None:
+    """Raise unless the losses the replicas returned, summed over them, are each step's mean
+    loss over the global batch (one device's, before its update)."""
+    expected: list = []
+    _sgd(x, y, w0, b0, workers * _PER_WORKER, _LR, _STEPS, losses=expected)
+    assert all(loss is not None for loss in losses), (
+        f"{where}your replica_step returns nothing: return the loss you took the gradients of"
+    )
+    shapes = {loss.shape for loss in losses}
+    assert shapes == {()}, (
+        f"{where}your replica_step returns values of shape {sorted(shapes)[0]}, not one "
+        "number: return the loss you took the gradients of, not the per-example losses"
+    )
+    got = checking.agree(
+        losses,
+        expected,
+        what=f"{where}the losses returned, summed over the workers, vs one "
+        "device's mean loss over each global batch",
+        ulps=_ULPS,
+    )
+    assert got, (
+        f"{got}: return the loss you took the gradients of (compute_average_loss's): each "
+        "worker's share, so that the shares add up to the global batch's mean"
+    )
+
+
+def _devices(devices) -> list[str]:
+    """The device names the rehearsal runs on: ``devices``, or TensorFlow's logical devices."""
+    import tensorflow as tf
+
+    if devices is None:
+        kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
+        devices = [d.name for d in tf.config.list_logical_devices(kind)]
+    names = list(devices)
+    if len(names) < max(_REHEARSED):
+        raise ValueError(
+            f"check 2b rehearses 2 and 3 workers as replicas in this process, which needs "
+            f"{max(_REHEARSED)} devices, but it has {len(names)}: call devices.setup(3) in "
+            "the Setup, before any other TensorFlow code (then restart the kernel)"
+        )
+    return names
+
+
+def check_two_workers(dataset_fn, replica_step, devices=None, timeout: float = 300.0) -> str:
+    """``dataset_fn`` and ``replica_step`` as ``MultiWorkerMirroredStrategy`` workers.
+
+    First a rehearsal in this process (:func:`_rehearse`): 2, then 3 workers of one replica
+    each as a ``MirroredStrategy`` over ``devices`` (default: TensorFlow's logical devices;
+    3 are needed). An answer that fails it fails here, before any process starts. Then two
+    worker processes on localhost (``TF_CONFIG`` for each; this module is their program).
+    Each builds a softmax-regression Keras model and plain SGD in the strategy's scope, from
+    the same starting weights, reads its input from ``dataset_fn`` through
+    ``distribute_datasets_from_function`` and runs ``replica_step(model, optimizer, x, y,
+    global_batch)`` under ``strategy.run`` for a few steps, with global batches the notebook
+    does not use (5 examples per worker). Reference, in both: plain SGD on one device over
+    the global batches, in float64 NumPy; and each other. A miss is named by the same SGD
+    gone wrong that it matches (the step times the workers, or times 3/2 on 3 workers, both
+    workers on the same examples, no step).
+    """
+    sources = {
+        what: _source(f, what)
+        for what, f in [("dataset_fn", dataset_fn), ("replica_step", replica_step)]
+    }
+    names = _devices(devices)
+    x, y, w0, b0 = _problem()
+    with tempfile.TemporaryDirectory(prefix="dpkit-ex08-") as work:
+        with open(os.path.join(work, "answer.py"), "w") as f:  # a file: autograph reads it
+            f.write("import keras\nimport numpy as np\nimport tensorflow as tf\n\n\n")
+            f.write("\n\n".join(source for _, source in sources.values()))
+            f.write(f"\n\ndataset_fn = {sources['dataset_fn'][0]}\n")
+            f.write(f"replica_step = {sources['replica_step'][0]}\n")
+        answer = _answer(work)
+        for workers in _REHEARSED:
+            where = f"rehearsed as {workers} workers in this process: "
+            try:
+                finals, losses = _rehearse(answer, names, workers, x, y, w0, b0)
+            except AssertionError:
+                raise
+            except Exception as error:
+                failure = _rehearsal_failure(error, workers)
+                if failure is None:
+                    break  # the worker processes will say what they make of it
+                raise failure from None
+            _verdict(finals, x, y, w0, b0, workers, where)
+            _returned(losses, x, y, w0, b0, workers, where)
+        finals = _two_processes(work, x, y, w0, b0, timeout)
+    _verdict(finals, x, y, w0, b0, 2, "")
+    return "Check 2b passed"
+
+
+def _two_processes(work: str, x, y, w0, b0, timeout: float) -> list[list[np.ndarray]]:
+    """Each worker's final weights, from two worker processes run on ``work``'s answer."""
+    np.savez(os.path.join(work, "data.npz"), x=x, y=y, w=w0, b=b0)
+    addresses = [f"127.0.0.1:{procs.free_port()}" for _ in range(2)]
+    argv = [sys.executable, "-m", __name__, work]
+    with procs.Group(timeout=timeout, echo=None) as group:
+        for i in range(2):
+            config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": i}}
+            group.start(f"worker:{i}", argv, env={"TF_CONFIG": json.dumps(config)})
+        try:
+            group.wait()
+        except procs.TaskFailedError as error:
+            raise _failure(error) from None
+        except TimeoutError:
+            raise AssertionError(
+                f"the workers did not finish within {timeout:g} s: one waits in a collective "
+                "the other never runs. Every worker runs the same steps and applies the "
+                "gradients itself (not on the chief only)"
+            ) from None
+    finals = []
+    for i in range(2):
+        saved = np.load(os.path.join(work, f"worker{i}.npz"))
+        finals.append([saved["w"], saved["b"]])
+    return finals
+
+
+def _worker(folder: str) -> None:
+    """One worker of :func:`check_two_workers` (``python -m dpkit.exercises.workers FOLDER``)."""
+    import tensorflow as tf
+
+    index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+    data = np.load(os.path.join(folder, "data.npz"))
+    answer = _answer(folder)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    model, optimizer = _model(strategy, data["w"], data["b"])
+    x, y = data["x"], data["y"]
+    batches = iter(
+        strategy.distribute_datasets_from_function(
+            lambda context: answer.dataset_fn(context, x, y, _BATCH)
+        )
+    )
+
+    @tf.function
+    def step(xb, yb):
+        strategy.run(lambda xr, yr: answer.replica_step(model, optimizer, xr, yr, _BATCH), (xb, yb))
+
+    for _ in range(_STEPS):
+        step(*next(batches))
+    w, b = model.get_weights()
+    np.savez(os.path.join(folder, f"worker{index}.npz"), w=w, b=b)
+
+
+if __name__ == "__main__":
+    procs.watch_parent()  # exit when the check that started us dies
+    _worker(sys.argv[1])
+    # the normal exit: TensorFlow's shutdown barrier waits for the other worker

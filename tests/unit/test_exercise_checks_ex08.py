@@ -5,12 +5,13 @@ reference is tested here against Keras on one device."""
 
 from __future__ import annotations
 
+import os
 import shlex
 
 import pytest
 
 from dpkit import checking
-from dpkit.exercises import ex08
+from dpkit.exercises import ex08, workers
 
 
 def _lines(hosts, extra_flags, join=shlex.join):
@@ -131,15 +132,22 @@ def test_dataset_fn_fails_wrong_answers(answer, message):
 def test_the_two_worker_reference_is_keras_sgd_on_one_device():
     import keras
 
-    x, y, w, b = ex08._problem()
-    model = keras.Sequential([keras.Input((ex08._FEATURES,)), keras.layers.Dense(ex08._CLASSES)])
+    x, y, w, b = workers._problem()
+    x, y = x[: workers._BATCH * workers._STEPS], y[: workers._BATCH * workers._STEPS]
+    model = keras.Sequential(
+        [keras.Input((workers._FEATURES,)), keras.layers.Dense(workers._CLASSES)]
+    )
     model.set_weights([w, b])
     model.compile(
-        optimizer=keras.optimizers.SGD(ex08._LR),
+        optimizer=keras.optimizers.SGD(workers._LR),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
-    model.fit(x, y, batch_size=ex08._BATCH, epochs=1, shuffle=False, verbose=0)
-    reference = ex08._sgd(x, y, w, b, ex08._BATCH, ex08._LR, ex08._STEPS)
+    losses = []
+    reference = workers._sgd(x, y, w, b, workers._BATCH, workers._LR, 1, losses=losses)
+    first = model.evaluate(x[: workers._BATCH], y[: workers._BATCH], verbose=0)
+    assert checking.agree(first, losses[0]), "the reference's loss is Keras's, before the step"
+    model.fit(x, y, batch_size=workers._BATCH, epochs=1, shuffle=False, verbose=0)
+    reference = workers._sgd(x, y, w, b, workers._BATCH, workers._LR, workers._STEPS)
     assert checking.agree(model.get_weights(), reference, ulps=1024)
     moved = checking.agree([w, b], reference, ulps=1024)
     assert not moved, "the reference should move the weights far from where they started"
@@ -148,7 +156,7 @@ def test_the_two_worker_reference_is_keras_sgd_on_one_device():
 def test_a_failed_worker_is_told_what_to_look_at():
     from dpkit.plumbing import procs
 
-    said = ex08._failure(
+    said = workers._failure(
         procs.TaskFailedError(
             "task worker:1 failed (exit code 1); its stderr:\nTraceback ...\n"
             "tensorflow.python.framework.errors_impl.InternalError: Graph execution error:\n"
@@ -157,8 +165,28 @@ def test_a_failed_worker_is_told_what_to_look_at():
     )
     assert "InternalError: Graph execution error: (Collective instance 105" in str(said)
     assert "not on the chief only" in str(said)
-    said = ex08._failure(procs.TaskFailedError("x\nNameError: name 'N' is not defined"))
+    said = workers._failure(procs.TaskFailedError("x\nNameError: name 'N' is not defined"))
     assert "nothing else from the notebook" in str(said)
+
+
+def test_a_failed_rehearsal_names_the_mistake_or_leaves_it_to_the_workers():
+    said = workers._rehearsal_failure(NameError("name 'GLOBAL_BATCH' is not defined"), 2)
+    assert "failed: name 'GLOBAL_BATCH' is not defined; " in str(said)
+    assert "nothing else from the notebook" in str(said)
+    merge = RuntimeError("in user code:\n\n    RuntimeError: `merge_call` called while defining")
+    assert "inside control flow" in str(workers._rehearsal_failure(merge, 2))
+    rank = ValueError("in user code:\n    ValueError: Invalid value passed for `per_example_loss`.")
+    said = str(workers._rehearsal_failure(rank, 3))
+    assert "failed: ValueError: Invalid value passed for `per_example_loss`." in said
+    assert "takes the per-example losses" in said
+    # one process has no cluster resolver: the worker processes will judge this one
+    none = AttributeError("'NoneType' object has no attribute 'task_id'")
+    assert workers._rehearsal_failure(none, 2) is None
+
+
+def test_the_rehearsal_asks_for_three_devices():
+    with pytest.raises(ValueError, match=r"needs 3 devices, but it has 2: call devices.setup\(3\)"):
+        workers._devices(["/device:CPU:0", "/device:CPU:1"])
 
 
 def good_steps(logdir):
@@ -186,6 +214,25 @@ def first_other(logdir):
     return int(reader.get_tensor(key))
 
 
+def _newest_by(key):
+    """An answer that takes the checkpoint whose .index file is largest by ``key``."""
+
+    def steps_from_checkpoint(logdir):
+        import glob
+        import os
+
+        newest = max(glob.glob(os.path.join(logdir, "*.index")), key=key)
+        return good_steps(newest.removesuffix(".index"))
+
+    return steps_from_checkpoint
+
+
+def _number(path):
+    import re
+
+    return int(re.findall(r"-(\d+)\.index$", path)[0])
+
+
 def test_steps_from_checkpoint_passes_a_correct_answer():
     assert ex08.check_steps_from_checkpoint(good_steps) == "Check 3 passed"
 
@@ -196,8 +243,10 @@ def test_steps_from_checkpoint_passes_a_correct_answer():
         (save_counter, r"you read 11: the number of saves"),
         (first_other, r"another int64 of the checkpoint \('epoch'\)"),
         (lambda logdir: 7, r"you read 7; ckpt-11 holds step 64"),
+        (_newest_by(_number), r"you read 111, the step in ckpt-11.* the newest, ckpt-2, holds 40"),
+        (_newest_by(os.path.getmtime), r"you read 111, the step in ckpt-11"),
     ],
-    ids=["save_counter", "epoch", "typed in"],
+    ids=["save_counter", "epoch", "typed in", "largest number", "newest file time"],
 )
 def test_steps_from_checkpoint_fails_wrong_answers(answer, message):
     with pytest.raises(AssertionError, match=message):

@@ -340,7 +340,8 @@ WRONG: list[Wrong] = [
         return loss
         """,
         check="2b",
-        expect=r"a worker process failed: .*compute_average_loss takes the per-example losses",
+        expect=r"before any worker process: your code failed: ValueError: Invalid value passed "
+        r"for `per_example_loss`.*compute_average_loss takes the per-example losses",
     ),
     Wrong(
         3,
@@ -381,6 +382,67 @@ WRONG: list[Wrong] = [
         check="2b",
         expect=r"worker 1's weights vs worker 0's: differ .*Every worker applies the same update, "
         r"the gradients summed over the workers \(apply_gradients all-reduces them",
+    ),
+    Wrong(
+        3,
+        "two workers typed in: the worker's mean halved",
+        _STEP.format(loss="tf.reduce_mean(per_example) / 2", update=_APPLY),
+        check="2b",
+        expect=r"rehearsed as 3 workers in this process: the workers vs one device: differ .*"
+        r"moved 1\.5 times as far as one device's on 3 workers: is '2 workers' typed in",
+    ),
+    Wrong(
+        3,
+        "applied by replica 0 only",
+        _STEP.format(
+            loss=_GLOBAL,
+            update="if tf.distribute.get_replica_context().replica_id_in_sync_group == 0:\n    "
+            + _APPLY,
+        ),
+        check="2b",
+        expect=r"before any worker process: your code failed: apply_gradients ran inside control "
+        r"flow .*not on the chief only",
+    ),
+    Wrong(
+        3,
+        "gradients applied twice",
+        _STEP.format(loss=_GLOBAL, update=_APPLY + "\n" + _APPLY),
+        check="2b",
+        expect=r"rehearsed as 2 workers .*moved twice as far as one device's: .*or apply them "
+        r"twice\?",
+    ),
+    Wrong(
+        3,
+        "the summed loss, not divided",
+        _STEP.format(loss="tf.reduce_sum(per_example)", update=_APPLY),
+        check="2b",
+        expect=r"moved 10 times as far as one device's, the global batch: divide the summed "
+        r"loss by global_batch",
+    ),
+    Wrong(
+        3,
+        "the logits taken for probabilities",
+        _STEP.format(loss=_GLOBAL, update=_APPLY).replace("from_logits=True", "from_logits=False"),
+        check="2b",
+        expect=r"the workers vs one device: differ .*the mean cross-entropy of the model's logits "
+        r"\(from_logits=True\)",
+    ),
+    Wrong(
+        3,
+        "the per-example losses returned",
+        _STEP.format(loss=_GLOBAL, update=_APPLY).replace("return loss", "return per_example"),
+        check="2b",
+        expect=r"your replica_step returns values of shape \(5,\), not one number",
+    ),
+    Wrong(
+        3,
+        "the worker's mean returned, not its share",
+        _STEP.format(loss=_GLOBAL, update=_APPLY).replace(
+            "return loss", "return tf.reduce_mean(per_example)"
+        ),
+        check="2b",
+        expect=r"the losses returned, summed over the workers, vs one device's mean loss over "
+        r"each global batch: differ .*return the loss you took the gradients of",
     ),
     # 4. steps_from_checkpoint
     Wrong(
@@ -462,6 +524,37 @@ WRONG: list[Wrong] = [
         """,
         check="3",
         expect=r"you read 13, another int64 of the checkpoint \('epoch'\)",
+    ),
+    Wrong(
+        4,
+        "the largest number in the file names",
+        """
+        import glob
+        import re
+
+        paths = glob.glob(os.path.join(logdir, "*.index"))
+        newest = max(paths, key=lambda p: int(re.findall(r"-(\\d+)\\.index$", p)[0]))
+        reader = tf.train.load_checkpoint(newest.removesuffix(".index"))
+        (key,) = [k for k in reader.get_variable_to_shape_map() if k.startswith("global_step")]
+        return int(reader.get_tensor(key))
+        """,
+        check="3",
+        expect=r"you read 111, the step in ckpt-11, an older checkpoint; the newest, ckpt-2, "
+        r"holds 40: the folder's checkpoint file names it",
+    ),
+    Wrong(
+        4,
+        "the newest file by time",
+        """
+        import glob
+
+        newest = max(glob.glob(os.path.join(logdir, "*.index")), key=os.path.getmtime)
+        reader = tf.train.load_checkpoint(newest.removesuffix(".index"))
+        (key,) = [k for k in reader.get_variable_to_shape_map() if k.startswith("global_step")]
+        return int(reader.get_tensor(key))
+        """,
+        check="3",
+        expect=r"you read 111, the step in ckpt-11, an older checkpoint; the newest, ckpt-2",
     ),
     Wrong(
         4,
