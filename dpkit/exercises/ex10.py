@@ -31,13 +31,14 @@ def _adam_numpy(w, grads_per_step, lr, beta_1, beta_2, epsilon):
     return w
 
 
-def _run_zero1(update, n, num_params, kind, devices, rng, steps=2):
-    """Run the learner's update on ``n`` devices; return (returned vectors per step, shards,
-    optimizers, start, summed gradients per step, local gradients per step)."""
+def _run_zero1(update, sizes, kind, devices, rng, steps=2):
+    """Run the learner's update on ``len(sizes)`` devices, device c holding a shard of
+    ``sizes[c]`` values; return (returned vectors per step, shards, optimizers, start, summed
+    gradients per step, local gradients per step, sizes, a description of the case)."""
     import keras
     import tensorflow as tf
 
-    sizes = [len(p) for p in np.array_split(np.arange(num_params), n)]
+    n, num_params = len(sizes), sum(sizes)
     start = rng.normal(size=num_params).astype(np.float32)
     shards, optimizers = [], []
     for device, piece in zip(devices, np.split(start, np.cumsum(sizes)[:-1])):
@@ -65,8 +66,9 @@ def _run_zero1(update, n, num_params, kind, devices, rng, steps=2):
         except Exception as error:  # noqa: BLE001 - any failure is the learner's to see
             raise AssertionError(
                 f"your update failed for {where}: {type(error).__name__}: {error}. "
-                "Shards can differ in size: take each shard's size from the shard variables "
-                "(shards[c].shape), not from num_params // N."
+                "Shards can differ in size, the larger ones first or last: take each shard's "
+                "size from the shard variables (shards[c].shape), not from the parameter and "
+                "device counts (num_params // N, np.array_split, sharded.shard_sizes)."
             ) from None
         returned.append(out)
         summed.append(np.sum(np.array(grads, np.float64), axis=0))
@@ -93,8 +95,9 @@ def reference(kind, start, grads_per_step):
 
 def check_zero1_update(zero1_update, devices) -> str:
     """Run ``zero1_update(grads, shards, optimizers, devices)`` for 1, 2 and 3 devices (from
-    ``devices``, reused if there are fewer), parameter counts they do not divide, two steps,
-    with Adam and with SGD. The reference is the optimizer on the whole vector with the summed
+    ``devices``, reused if there are fewer), parameter counts they do not divide, in shards
+    whose larger ones come first (as ``np.array_split`` cuts) or last, two steps, with Adam
+    and with SGD. The reference is the optimizer on the whole vector with the summed
     gradients, in NumPy float64. Also checked: each device's optimizer stepped on its own
     shard, the shard variables hold the update, and the i-th vector returned lives on
     ``devices[i]``."""
@@ -102,12 +105,16 @@ def check_zero1_update(zero1_update, devices) -> str:
 
     devices = list(devices)
     rng = np.random.default_rng(10)
-    cases = [(1, 10), (2, 11), (3, 11), (3, 7)]
-    for n, num_params in cases:
+    # shard sizes per case: the larger shards first (np.array_split, sharded.shard_sizes),
+    # then last (num_params // N each, the rest on the last device), so that only sizes taken
+    # from the shards fit every case
+    cases = [[10], [6, 5], [4, 4, 3], [2, 2, 3]]
+    for case in cases:
+        n, num_params = len(case), sum(case)
         on = [devices[i % len(devices)] for i in range(n)]
         for kind in ("adam", "sgd"):
             returned, shards, optimizers, start, summed, local, sizes, where = _run_zero1(
-                zero1_update, n, num_params, kind, on, rng
+                zero1_update, case, kind, on, rng
             )
             out = returned[-1]
             if not isinstance(out, (list, tuple)) or len(out) != n:
@@ -157,9 +164,9 @@ def check_zero1_update(zero1_update, devices) -> str:
                     part = slice(bounds[c], bounds[c + 1])
                     if not checking.agree(vector.numpy()[part], expected[part]):
                         raise AssertionError(
-                            f"for {where}, device {i}'s copy holds stale values in shard {c}: "
-                            "after the updates, gather every shard into every device's copy "
-                            "(all-gather), the last one too."
+                            f"for {where}, device {i}'s copy holds stale values in shard {c} (or "
+                            "another shard's): after the updates, gather every shard, in order, "
+                            "into every device's copy (all-gather), the last one too."
                         )
                 device = tf.DeviceSpec.from_string(on[i])
                 placed = tf.DeviceSpec.from_string(vector.device)
@@ -197,10 +204,14 @@ def check_scaled_step(scaled_step) -> str:
     """Run ``scaled_step(model, optimizer, loss_fn, x, y, scale)`` on a ``mixed_float16``
     model with SGD (Adam would hide a scale left in the gradients: it divides it out) for
     scales 1, 2**4 and 2**12, 2**14 on a loss 1e-6 times smaller (whose gradients underflow
-    float16 unless scaled) and 2**40, which overflows float16. The reference is one SGD
-    step of a float32 copy with no loss scaling; within 5% of its update (float16 rounds to
-    11 significant bits). The overflowing step must return False and leave the weights alone;
-    the others must return True."""
+    float16 unless scaled) and 2**40, which overflows float16; last, 2**12 on inputs of about
+    1000 and a small last kernel, where only the last layer's kernel gradient overflows (its
+    largest value 10 times float16's range, every other gradient and the scaled loss under 5%
+    of it: measured over 40 seeds), so that checking the first or the last gradient, the loss,
+    or for NaN only lets it through. The reference is one SGD step of a float32 copy with no
+    loss scaling; within 5% of its update (float16 rounds to 11 significant bits). The
+    overflowing steps must return False and leave the weights alone; the others must return
+    True."""
     import keras
     import tensorflow as tf
 
@@ -246,9 +257,13 @@ def check_scaled_step(scaled_step) -> str:
                 f"{applied!r}: return True when it applied the update."
             )
         ratio = np.linalg.norm(got) / np.linalg.norm(want)
-        if np.linalg.norm(got - want) <= 0.05 * np.linalg.norm(want):
+        off = np.linalg.norm(got - want) / np.linalg.norm(want)
+        if off <= 0.05:
             continue
-        hint = "divide the gradients of the scaled loss by the scale, once, before applying them"
+        hint = (
+            "multiply the loss (not the logits) by the scale inside the tape, and divide its "
+            "gradients by the scale, once, before applying them"
+        )
         if scale > 1 and abs(ratio / scale - 1) < 0.1:
             hint = "the scale was never undone: " + hint
         elif scale > 1 and abs(ratio * scale - 1) < 0.1:
@@ -261,6 +276,53 @@ def check_scaled_step(scaled_step) -> str:
             )
         raise AssertionError(
             f"with scale {scale:g} your step moved the weights {ratio:.3g} times as far as a "
-            f"float32 SGD step without loss scaling: {hint}."
+            f"float32 SGD step without loss scaling (and differs by {off:.0%} of that step): "
+            f"{hint}."
         )
-    return "check 2 passed: the scale undone at 1, 2**4, 2**12 and 2**14 (underflow), 2**40 skipped"
+    mixed, _, x, y, start = late_overflow_case(rng)
+    _check_skipped(scaled_step, mixed, keras.optimizers.SGD(SGD_RATE), x, y, start)
+    return (
+        "check 2 passed: the scale undone at 1, 2**4, 2**12 and 2**14 (underflow); "
+        "2**40 and a last layer's overflow skipped"
+    )
+
+
+def late_overflow_case(rng):
+    """(mixed model, float32 model, x, y, start weights) where, at a loss scale of 2**12,
+    only the last layer's kernel gradient overflows float16: inputs of about 1000 make the
+    hidden activations large, and a last kernel 1e-3 times smaller keeps the logits, the
+    gradients that flow back through it and the scaled loss small."""
+    mixed, plain, start = _scaled_models(rng)
+    x = 1000 * rng.normal(size=(16, 6)).astype(np.float32)
+    y = rng.integers(0, 3, size=16)
+    start[2] = start[2] * 1e-3
+    mixed.set_weights(start)
+    plain.set_weights(start)
+    return mixed, plain, x, y, start
+
+
+def _check_skipped(scaled_step, model, optimizer, x, y, start) -> None:
+    """The case where only the last layer's kernel gradient overflows: the step must return
+    False and leave every weight as it was."""
+    import keras
+    import tensorflow as tf
+
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    applied = scaled_step(model, optimizer, loss_fn, x, y, 2.0**12)
+    if isinstance(applied, (np.bool_, tf.Tensor)):
+        applied = bool(applied)
+    where = (
+        "with scale 2**12 on inputs of about 1000, the last layer's kernel gradient overflows "
+        "float16 to inf while every other gradient and the scaled loss stay finite"
+    )
+    if applied is not False:
+        raise AssertionError(
+            f"{where}, and your step returned {applied!r}: test every gradient with "
+            "tf.math.is_finite (not only the first or the last, not the loss, not NaN only) "
+            "and return False when any one is not finite."
+        )
+    if not all(np.array_equal(a, b) for a, b in zip(model.get_weights(), start)):
+        raise AssertionError(
+            f"{where}, and your step returned False but changed the weights: when one gradient "
+            "is not finite, skip the whole update (apply none of them, not the finite ones)."
+        )

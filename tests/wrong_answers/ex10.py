@@ -147,6 +147,39 @@ WRONG: list[Wrong] = [
         check="1",
         expect=r"optimizer 0 took [0-9]+ steps in 2 calls|not the (adam|sgd) update",
     ),
+    Wrong(  # red team 2: the lesson's own way of cutting, right only when the larger come first
+        1,
+        "shard sizes from np.array_split of the parameter count, not from the shards",
+        _zero1(
+            sizes="[len(p) for p in np.array_split(np.arange(int(grads[0].shape[0])), "
+            "len(devices))]"
+        ),
+        check="1",
+        expect=r"(?s)failed for 7 parameters over 3 device\(s\) \(shards of \[2, 2, 3\]\).*"
+        r"np\.array_split",
+    ),
+    Wrong(  # red team 2: dpkit's helper is allowed, but it assumes the same layout
+        1,
+        "shard sizes from dpkit's sharded.shard_sizes",
+        "from dpkit import sharded\n\n"
+        + _zero1(sizes="sharded.shard_sizes(int(grads[0].shape[0]), len(devices))"),
+        check="1",
+        expect=r"(?s)failed for 7 parameters .*\[2, 2, 3\].*shards\[c\]\.shape",
+    ),
+    Wrong(  # red team 2
+        1,
+        "the shards gathered in reverse order",
+        _zero1(gathered="[tf.identity(s) for s in shards[::-1]]"),
+        check="1",
+        expect=r"device 0's copy holds stale values in shard 0 \(or another shard's\).*in order",
+    ),
+    Wrong(  # red team 2
+        1,
+        "one whole vector, the same tensor for every device",
+        _zero1().replace("return whole", "return [whole[0]] * len(devices)"),
+        check="1",
+        expect=r"vector 1 lives on .*CPU:0, not on .*tf\.device\(devices\[i\]\)",
+    ),
     # 2. scaled_step
     Wrong(
         2,
@@ -182,6 +215,60 @@ WRONG: list[Wrong] = [
         _scaled(finite="bool(tf.math.is_finite(scaled_loss))"),
         check="2",
         expect=r"2\*\*40 float16's gradients overflow, and your step returned True",
+    ),
+    Wrong(  # the gap the author left, closed by red team 2 with a late layer's overflow
+        2,
+        "only the first gradient checked for overflow",
+        _scaled(finite="bool(tf.reduce_all(tf.math.is_finite(grads[0])))"),
+        check="2",
+        expect=r"the last layer's kernel gradient overflows float16.*returned True.*not only "
+        r"the first",
+    ),
+    Wrong(  # red team 2: the loop keeps only the last gradient's verdict
+        2,
+        "a loop whose flag keeps only the last gradient's verdict",
+        _scaled(
+            finite="None\nfor g in grads:\n    finite = bool(tf.reduce_all(tf.math.is_finite(g)))"
+        ),
+        check="2",
+        expect=r"the last layer's kernel gradient overflows float16.*returned True",
+    ),
+    Wrong(  # red team 2: an overflow is inf; NaN comes only when an inf meets a zero or -inf
+        2,
+        "NaN checked for, not inf",
+        _scaled(finite="not any(bool(tf.reduce_any(tf.math.is_nan(g))) for g in grads)"),
+        check="2",
+        expect=r"overflows float16 to inf .*returned True.*not NaN only",
+    ),
+    Wrong(  # red team 2
+        2,
+        "the scaled loss compared with float16's largest value",
+        _scaled(finite="bool(scaled_loss < 65504)"),
+        check="2",
+        expect=r"the scaled loss stay finite, and your step returned True",
+    ),
+    Wrong(  # red team 2: skipping only the gradients that overflowed
+        2,
+        "the finite gradients applied when another overflowed",
+        _scaled(apply_if="True").replace(
+            "zip(grads, model.trainable_variables)",
+            "[(g, v) for g, v in zip(grads, model.trainable_variables)\n"
+            "     if bool(tf.reduce_all(tf.math.is_finite(g)))] or [(tf.zeros_like(grads[0]), "
+            "model.trainable_variables[0])]",
+        ),
+        check="2",
+        expect=r"returned False but changed the weights.*skip the whole update",
+    ),
+    Wrong(  # red team 2: non-finite values zeroed and the rest applied
+        2,
+        "the non-finite gradients zeroed and the step applied",
+        _scaled(apply_if="True").replace(
+            "zip(grads, model.trainable_variables)",
+            "[(tf.where(tf.math.is_finite(g), g, 0.0), v)\n"
+            "     for g, v in zip(grads, model.trainable_variables)]",
+        ),
+        check="2",
+        expect=r"returned False but changed the weights",
     ),
     Wrong(
         2,
