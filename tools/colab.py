@@ -12,8 +12,10 @@ buttons and README's Binder badge follow the same two). The install cell sits ju
 the Setup heading, is tagged `colab-install` (the website hides it) and does nothing
 outside Colab. On Colab it clones the repository at that ref once per session (the lessons
 read files beside them: images, deploy/, the exercises they link to), installs the package
-next to Colab's own TensorFlow (skipped when dpkit already imports), and changes into the
-notebook's folder, so every relative path works as it does locally.
+next to Colab's own TensorFlow with %pip (tools/colab_install.py: skipped when dpkit already
+imports; it stops the notebook and asks for a restart when pip replaced a package the session
+had imported), and changes into the notebook's folder, so every relative path works as it
+does locally.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def install_source(folder: str) -> str:
         'if "google.colab" in str(type(get_ipython())):\n'
         f"    !cd {Path(CLONE).parent} && (test -d {Path(CLONE).name} || "
         f"git clone -q --depth 1 -b {ref()} https://github.com/{repository()})\n"
-        f"    !python -c 'import dpkit' 2>/dev/null || pip install -q {CLONE}\n"
+        f'    __import__("runpy").run_path("{CLONE}/tools/colab_install.py")["install"]('
+        f'"{CLONE}")\n'
         f"    %cd {CLONE}/{folder}"
     )
 
