@@ -1,10 +1,10 @@
 """Checks of exercise 06 (TensorBoard), one function per check cell of exercises/06_*.ipynb:
 summaries against NumPy's statistics (check 1), a reader against the values written in several
-event files (check 2), a distributed loop's logged loss against one device's in NumPy (check 3).
-"""
+event files (check 2), a distributed loop's logged loss against one device's in NumPy (check 3)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import logging
 import tempfile
@@ -31,14 +31,16 @@ def _quiet():
         logger.setLevel(level)
 
 
-def _call(what, fn, *args, **kwargs):
-    """fn(*args, **kwargs), with any error turned into an AssertionError that names ``what``."""
+def _call(what, fn, *args, notes=None):
+    """fn(*args), any error turned into an AssertionError that names ``what`` and adds the
+    note of ``notes`` ({error type: what it most likely means}) for its type."""
     try:
-        return fn(*args, **kwargs)
+        return fn(*args)
     except AssertionError:
         raise
     except Exception as error:
-        raise AssertionError(f"{what} raised {type(error).__name__}: {error}") from error
+        note = next((f": {n}" for kind, n in (notes or {}).items() if isinstance(error, kind)), "")
+        raise AssertionError(f"{what} raised {type(error).__name__}: {error}{note}") from error
 
 
 # --- Check 1: my_variable_summaries ------------------------------------------------------
@@ -64,19 +66,18 @@ _NOT_STDDEV = {
     "the root mean square of the values, not centred on their mean": lambda x: np.sqrt(
         np.mean(x**2)
     ),
-    "the mean absolute distance from the mean, not the root mean squared one": lambda x: np.mean(
-        np.abs(x - x.mean())
-    ),
+    "the mean absolute distance from the mean, not the root mean square one": lambda x: np.abs(
+        x - x.mean()
+    ).mean(),
 }
 
 
 def check_variable_summaries(my_variable_summaries) -> str:
     """Check 1: the tags sit under the scope, and the values equal NumPy's statistics.
 
-    Writes three tensors (a kernel with mean near 0, the same shifted, and a 7-value bias)
-    at steps 3 and 11 into a fresh writer, with dpkit's ``variable_summaries`` switched off,
-    reads them back with ``summaries.read`` and compares each statistic with NumPy's in
-    float64, and the histogram with ``np.histogram`` over the same buckets.
+    Writes three tensors (a kernel with mean near 0, the same shifted, a 7-value bias) at
+    steps 3 and 11, dpkit's ``variable_summaries`` switched off; reads them back and compares
+    each statistic with NumPy's in float64, the histogram with ``np.histogram``.
     """
     import tensorflow as tf
 
@@ -111,12 +112,8 @@ def check_variable_summaries(my_variable_summaries) -> str:
 
 
 def _check_summaries(logs, name, reference, step) -> None:
-    expected = {
-        "mean": reference.mean(),
-        "stddev": reference.std(),
-        "min": reference.min(),
-        "max": reference.max(),
-    }
+    r = reference
+    expected = {"mean": r.mean(), "stddev": r.std(), "min": r.min(), "max": r.max()}
     size = np.abs(reference).max()  # the values' own size sets every bar
     for stat, value in expected.items():
         tag = f"{name}/{stat}"
@@ -137,9 +134,7 @@ def _check_summaries(logs, name, reference, step) -> None:
         check = checking.agree(values[0], value, what=f"{tag} vs NumPy", scale=size)
         assert check, f"{tag}: {values[0]:.8f}, NumPy says {value:.8f} ({check})"
     tag = f"{name}/histogram"
-    assert tag in logs.histograms, (
-        f"no histogram tagged {tag!r}; you wrote {sorted(logs.histograms)}"
-    )
+    assert tag in logs.histograms, f"no histogram {tag!r}; you wrote {sorted(logs.histograms)}"
     written = [h.step for h in logs.histograms[tag]]
     assert written == [step], f"{tag}: written at steps {written}, not [{step}]"
     (histogram,) = logs.histograms[tag]
@@ -164,9 +159,9 @@ def _check_summaries(logs, name, reference, step) -> None:
 
 # --- Check 2: read_scalars ---------------------------------------------------------------
 
-#: The tag check 2 reads most: 1,500 values, more than a reader keeps if told 1,000.
+#: The tag check 2 reads most: 10,500 values, more than a reader keeps if told 10,000.
 TAG = "loss"
-VALUES = 1500
+VALUES = 10_500
 
 
 def _value(k: int) -> float:
@@ -174,22 +169,29 @@ def _value(k: int) -> float:
     return float(np.float32((0.01 * k**1.3 - 2.0) * (-1) ** k))
 
 
-def _write_events(folder: Path, name: str, scalars: dict) -> None:
-    """Write ``{tag: [(step, value), ...]}`` to the event file ``folder/name``."""
+def _write_events(folder: Path, stamp: int, scalars: dict) -> str:
+    """Write ``{tag: [(step, value), ...]}`` to an event file of ``folder`` stamped ``stamp``
+    as TF2's writer does (a float32 tensor in ``tensor_content``, the scalars plugin's
+    metadata), the tags' events interleaved; return the file's name."""
     import tensorflow as tf
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
 
-    with tempfile.TemporaryDirectory() as scratch:
-        writer = tf.summary.create_file_writer(scratch)
-        with writer.as_default():
-            longest = max(len(pairs) for pairs in scalars.values())
-            for k in range(longest):
-                for tag, pairs in scalars.items():
-                    if k < len(pairs):
-                        tf.summary.scalar(tag, pairs[k][1], step=pairs[k][0])
-        writer.close()
-        (written,) = Path(scratch).glob("*tfevents*")
-        folder.mkdir(parents=True, exist_ok=True)
-        written.rename(folder / name)
+    meta = summary_pb2.SummaryMetadata(plugin_data={"plugin_name": "scalars"})
+    kind = types_pb2.DT_FLOAT
+    name = f"events.out.tfevents.{stamp}.host.v2"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(folder / name)) as out:
+        out.write(
+            event_pb2.Event(wall_time=stamp, file_version="brain.Event:2").SerializeToString()
+        )
+        rows = [(k, t, *p) for t, pairs in scalars.items() for k, p in enumerate(pairs)]
+        for k, tag, step, value in sorted(rows, key=lambda row: row[0]):
+            content = np.float32(value).tobytes()
+            tensor = tensor_pb2.TensorProto(dtype=kind, tensor_shape={}, tensor_content=content)
+            event = event_pb2.Event(wall_time=stamp + k / 100, step=step)
+            event.summary.value.add(tag=tag, tensor=tensor, metadata=meta)
+            out.write(event.SerializeToString())
+    return name
 
 
 def _event_folders(root: Path) -> dict:
@@ -202,39 +204,32 @@ def _event_folders(root: Path) -> dict:
     second = [p for k, p in enumerate(pairs) if k % 15 >= 7]
     accuracy = [(s, float(np.float32(0.5 + s / 1e4))) for s in steps[::15]]
     smoothed = [(s, float(np.float32(v / 3))) for s, v in pairs[::30]]
-    files = {
-        "events.out.tfevents.1700000100.host.v2": {TAG: first, "smoothed_loss": smoothed},
-        "events.out.tfevents.1700000200.host.v2": {"accuracy": accuracy},
-        "events.out.tfevents.1700000300.host.v2": {"accuracy": accuracy[:9], TAG: second},
-    }
-    for name, scalars in files.items():
-        _write_events(root / "train", name, scalars)
-    # Another folder, a scoped tag, one file; its sub-folder is another run, not part of it.
+    train = [{TAG: first, "smoothed_loss": smoothed}, {"accuracy": accuracy}]
+    train.append({"accuracy": accuracy[:9], TAG: second})
+    # Another folder, a scoped tag, and a restart from step 487: it logs steps 487 to 967
+    # again, the first two values as before; its sub-folder is another run, not part of it.
     evaluation = [(40 * k + 7, float(np.float32(1.0 / (k + 1.5)))) for k in range(25)]
-    _write_events(
-        root / "eval",
-        "events.out.tfevents.1700000400.host.v2",
-        {"eval/loss": evaluation, "eval/accuracy": accuracy[:25]},
-    )
-    _write_events(
-        root / "eval" / "older_run",
-        "events.out.tfevents.1600000000.host.v2",
-        {"eval/loss": [(5, 9.5), (45, 8.25)]},
-    )
+    restart = evaluation[12:14] + [(s, float(np.float32(v * 0.9))) for s, v in evaluation[14:]]
+    _write_events(root / "eval" / "older_run", 1600000000, {"eval/loss": [(5, 9.5), (45, 8.25)]})
     return {
-        (root / "train", TAG): {n: s.get(TAG, []) for n, s in files.items()},
-        (root / "eval", "eval/loss"): {"events.out.tfevents.1700000400.host.v2": evaluation},
+        (root / "train", TAG): {
+            _write_events(root / "train", 1700000100 + 100 * k, scalars): scalars.get(TAG, [])
+            for k, scalars in enumerate(train)
+        },
+        (root / "eval", "eval/loss"): {
+            _write_events(root / "eval", stamp, {"eval/loss": p, "eval/accuracy": accuracy}): p
+            for stamp, p in [(1700000400, evaluation), (1700000500, restart)]
+        },
     }
 
 
 def check_read_scalars(read_scalars) -> str:
     """Check 2: every value of a tag, from every event file of a folder, in order of step.
 
-    Writes two folders: ``train`` holds three event files (two runs' writers whose steps
-    interleave, 700 and 800 values of ``loss`` at uneven steps, and a writer in between
-    without the tag), so 1,500 values in all, more than a reader capped at 1,000 keeps;
-    ``eval`` holds one file with a scoped tag, and a sub-folder (another run) with the same
-    tag. The reference is the values written; dpkit's ``summaries.read`` is switched off.
+    ``train`` holds three event files: two runs' writers whose steps interleave (10,500
+    values of ``loss`` in all, more than a reader capped at 10,000 keeps) and one without
+    the tag; ``eval`` a scoped tag in two files (a restart logs 13 steps again, two with the
+    same values) and a sub-folder, another run. Reference: the values written.
     """
     from dpkit import summaries
 
@@ -242,9 +237,10 @@ def check_read_scalars(read_scalars) -> str:
         cases = _event_folders(Path(root))
         for (folder, tag), files in cases.items():
             with checking.switched_off(summaries, "read"):
-                result = _read(read_scalars, folder, tag)
-            _compare_scalars(result, files, f"read_scalars({folder.name!r}, {tag!r})")
-    return f"Check 2 passed: {VALUES} values from 3 event files, and a scoped tag"
+                what = f"read_scalars({folder.name!r}, {tag!r})"
+                result = _call(what, read_scalars, str(folder), tag, notes=_READ_ERRORS)
+            _compare_scalars(result, files, what)
+    return f"Check 2 passed: {VALUES} values from 3 event files, and a restarted run"
 
 
 #: What a reader's error most likely means, by its type.
@@ -256,19 +252,6 @@ _READ_ERRORS = {
     IndexError: "a TF2 scalar's tensor_proto keeps its value as bytes in tensor_content: its "
     "float_val list is empty",
 }
-
-
-def _read(read_scalars, folder, tag):
-    try:
-        return read_scalars(str(folder), tag)
-    except AssertionError:
-        raise
-    except Exception as error:
-        note = next((n for kind, n in _READ_ERRORS.items() if isinstance(error, kind)), "")
-        raise AssertionError(
-            f"read_scalars({folder.name!r}, {tag!r}) raised {type(error).__name__} {error}"
-            + (f": {note}" if note else "")
-        ) from error
 
 
 def _compare_scalars(result, files: dict, what: str) -> None:
@@ -290,15 +273,20 @@ def _compare_scalars(result, files: dict, what: str) -> None:
         kind = f"{type(bad[0]).__module__}.{type(bad[0]).__name__}" if bad else ""
         assert not bad, f"{what}: {name} holds {kind} items ({bad[0]!r}): return {need}"
     yours = list(zip(steps, values))
-    for name, pairs in files.items():
-        if len(files) > 1 and yours and set(yours) <= set(pairs):
-            raise AssertionError(
-                f"{what}: your {len(yours)} values all come from one event file ({name}) of the "
-                f"{len(files)} in the folder, which hold {len(written)}: a folder gets a file "
-                "per writer and per restart; read every one"
-            )
+    one = [n for n, pairs in files.items() if yours and set(yours) <= set(pairs)]
+    assert len(files) == 1 or not one, (
+        f"{what}: your {len(yours)} values all come from one event file ({one[0]}) of the "
+        f"{len(files)} in the folder, which hold {len(written)}: a folder gets a file per "
+        "writer and per restart; read every one"
+    )
     assert yours, f"{what}: you read no values; {len(written)} were written under this tag"
     if len(yours) < len(written) and set(yours) <= set(written):
+        assert set(steps) != set(steps_w), (  # every step there, some of its values not
+            f"{what}: {len(yours)} values at the {len(set(steps_w))} steps, of the "
+            f"{len(written)} written: a run restarted from a checkpoint logs some steps again, "
+            "in a file of its own, and each is a value written: keep them all, not one a step "
+            "(a dict by step) nor one of each pair (a set)"
+        )
         raise AssertionError(
             f"{what}: read {len(yours)} of the {len(written)} values written: of each kind of "
             "event, the reader keeps a random sample per tag, as many as size_guidance says (10 "
@@ -311,7 +299,7 @@ def _compare_scalars(result, files: dict, what: str) -> None:
             f"{what}: the (step, value) pairs are right but in another order (yours start at "
             f"steps {steps[:4]}): return them in the order of their steps"
         )
-    if steps == steps_w and values != values_w and sorted(values) == sorted(values_w):
+    if steps == steps_w and sorted(yours) != written and sorted(values) == sorted(values_w):
         k = next(k for k, (v, w) in enumerate(zip(values, values_w)) if v != w)
         raise AssertionError(
             f"{what}: the values are those written, but not each at its own step: at step "
@@ -319,7 +307,7 @@ def _compare_scalars(result, files: dict, what: str) -> None:
             "value with its step"
         )
     for places in range(7):
-        assert values != [round(w, places) for w in values_w], (
+        assert sorted(values) != sorted(round(w, places) for w in values_w), (
             f"{what}: your values are rounded to {places} decimal places: return them as stored"
         )
     if extra:
@@ -328,10 +316,10 @@ def _compare_scalars(result, files: dict, what: str) -> None:
             f"in this folder, e.g. {extra[0]}: read only the tag asked for (not tags that "
             "contain it), and only the folder's own files (a sub-folder is another run)"
         )
-    assert yours == written, (
+    assert sorted(yours) == written, (  # in order of step (asserted above); ties either way
         f"{what}: your (step, value) pairs differ from those written ({len(yours)} read, "
         f"{len(written)} written; the first difference at position "
-        f"{next(k for k, (a, b) in enumerate(zip(yours + [None], written)) if a != b)})"
+        f"{next(k for k, (a, b) in enumerate(zip(sorted(yours) + [None], written)) if a != b)})"
     )
 
 
@@ -346,8 +334,7 @@ STARTS = {1: 7, 2: 0, 3: 12}
 
 def _problem():
     rng = np.random.default_rng(60)
-    x = rng.normal(size=(EXAMPLES, FEATURES)).astype(np.float32)
-    y = rng.normal(size=(EXAMPLES, OUTPUTS)).astype(np.float32)
+    x, y = (rng.normal(size=(EXAMPLES, n)).astype(np.float32) for n in (FEATURES, OUTPUTS))
     kernel = (rng.normal(size=(FEATURES, OUTPUTS)) * 0.5).astype(np.float32)
     bias = (rng.normal(size=OUTPUTS) * 0.1).astype(np.float32)
     return x, y, kernel, bias
@@ -374,30 +361,39 @@ def _events(folder: Path, tag: str) -> list:
     import tensorflow as tf
     from tensorboard.compat.proto import event_pb2
 
-    found = []
-    for path in sorted(folder.glob("*tfevents*")):
-        for record in tf.data.TFRecordDataset(str(path)):
-            event = event_pb2.Event.FromString(record.numpy())
-            for value in event.summary.value:
-                if value.tag == tag:
-                    found.append((int(event.step), float(tf.make_ndarray(value.tensor))))
-    return found
+    files = [tf.data.TFRecordDataset(str(path)) for path in sorted(folder.glob("*tfevents*"))]
+    events = [event_pb2.Event.FromString(record.numpy()) for file in files for record in file]
+    tensors = [(int(e.step), v.tensor) for e in events for v in e.summary.value if v.tag == tag]
+    return [(step, float(tf.make_ndarray(tensor))) for step, tensor in tensors]
+
+
+def _in_a_thread(train_and_log, *args) -> bool:
+    """Run the loop in a thread of its own, and say whether it left a default writer there:
+    TensorFlow keeps the default writer and step per thread, so none outlives the check."""
+    import tensorflow as tf
+
+    def run():
+        _call("train_and_log", train_and_log, *args)
+        try:  # a write given no writer returns False when there is no default writer
+            return bool(tf.summary.scalar("check_probe", 0.0, step=0))
+        except Exception:  # a default writer left behind, and closed
+            return True
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result()
 
 
 def check_logged_training(train_and_log, make_replica_step, devices) -> str:
     """Check 3: one loss per step, at the optimizer's step, equal to one device's big-batch loss.
 
-    For 1, 2 and 3 replicas of a MirroredStrategy (on the first of ``devices``) trains a
-    linear model on 31 examples in global batches of 12 (the last batch of 7 splits unevenly),
-    with the optimizer's iterations starting at 7, 0 and 12 (a resumed run), and reads the
-    learner's ``loss`` events back from the event file with TensorBoard's protocol buffers
-    before the writer is closed. Reference: the same SGD on one device in float64 NumPy.
+    On 1, 2 and 3 replicas of a MirroredStrategy trains a linear model on 31 examples in
+    global batches of 12 (the last, of 7, splits unevenly), the optimizer's step starting at
+    7, 0 and 12 (a resumed run); reads the ``loss`` events back with TensorBoard's protocol
+    buffers before closing the writer. Reference: the same SGD on one device in NumPy.
     """
     import keras
     import tensorflow as tf
-    from tensorflow.python.ops import summary_ops_v2  # where the default writer is kept
 
-    state = summary_ops_v2._summary_state
     names = list(devices)
     if len(names) < 3:
         raise ValueError(f"check 3 needs 3 devices, got {len(names)}: devices.setup(3) first")
@@ -419,14 +415,17 @@ def check_logged_training(train_and_log, make_replica_step, devices) -> str:
             replica_step = make_replica_step(model, optimizer)
             with tempfile.TemporaryDirectory() as folder:
                 writer = tf.summary.create_file_writer(folder)
-                saved = state.writer  # the default writer: the learner's must not stay
                 try:
-                    _call("train_and_log", train_and_log, strategy, replica_step,
-                          optimizer, dataset, writer)  # fmt: skip
+                    left = _in_a_thread(
+                        train_and_log, strategy, replica_step, optimizer, dataset, writer
+                    )
                     logged = _events(Path(folder), "loss")
+                    try:  # a closed writer refuses to be the default, or to write
+                        with writer.as_default():
+                            closed = not tf.summary.scalar("check_open", 0.0, step=0)
+                    except Exception:
+                        closed = True
                 finally:
-                    left, state.writer = state.writer is not saved, saved
-                    closed = writer._closed  # a closed writer refuses to be used again
                     writer.close()
             what = f"on {replicas} replica(s), the optimizer at step {start}"
             assert not closed, (
@@ -482,12 +481,13 @@ def _compare_logged(logged, expected, start, replicas, what) -> None:
         "global batch, as one device would compute it"
     )
     ratio = values[k] / expected[k]
+    split = f", split unevenly over {replicas} replicas" if replicas > 1 else ""
     if all(close[:-1]):
         hint = (
             f"right on the full batches, wrong on the last one ({EXAMPLES % GLOBAL_BATCH} "
-            f"examples, split unevenly over {replicas} replicas): average over the examples "
-            "of the batch you got, not over replicas (a mean of means weighs a replica with "
-            "fewer examples as much) nor over a fixed batch size"
+            f"examples{split}): average over the examples of the batch you got, not over "
+            "replicas (a mean of means weighs a replica with fewer examples as much) nor over "
+            "a fixed batch size"
         )
     elif replicas > 1 and abs(ratio - replicas) < 0.05 * replicas:
         hint = f"{ratio:.2f} times the loss: you summed the replicas' means"

@@ -9,6 +9,7 @@ object and TF1's partitioned variables (check 3). None starts a server or a proc
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -16,17 +17,18 @@ import os
 import numpy as np
 
 #: Check 1's clusters: a ps cluster, a worker-only (MultiWorkerMirrored) one, one with 4 ps.
+#: A task's index is its place in its job's list, which need not be sorted.
 CLUSTERS = {
     "ps_cluster": {
         "chief": ["127.0.0.1:2220"],
-        "ps": ["127.0.0.1:2221", "127.0.0.1:2222"],
-        "worker": ["127.0.0.1:2223", "127.0.0.1:2224", "127.0.0.1:2225"],
+        "ps": ["127.0.0.1:2222", "127.0.0.1:2221"],
+        "worker": ["127.0.0.1:2225", "127.0.0.1:2223", "127.0.0.1:2224"],
     },
     "workers_only": {"worker": [f"10.0.0.{k}:2222" for k in range(1, 5)]},
     "many_ps": {
         "chief": ["host0:3000"],
         "worker": ["host1:3000"],
-        "ps": [f"host{k}:3000" for k in range(2, 6)],
+        "ps": [f"host{k}:3000" for k in (5, 2, 4, 3)],
     },
 }
 
@@ -48,15 +50,22 @@ def _read_back(text):
 
 
 def _outcome(make_tf_config, cluster, job, index):
-    """(text, None) if make_tf_config returns, (None, message) if it raises ValueError."""
+    """(text, None) if make_tf_config returns, (None, message) if it raises ValueError. It is
+    given a copy of ``cluster``, which it must leave as it was."""
+    given = copy.deepcopy(cluster)
     try:
-        return make_tf_config(cluster, job, index), None
+        return make_tf_config(given, job, index), None
     except ValueError as error:
         return None, str(error)
     except Exception as error:
         raise AssertionError(
             f"{job}:{index} raised {type(error).__name__} ({error}), not a ValueError"
         ) from error
+    finally:
+        assert given == cluster, (
+            f"{job}:{index}: make_tf_config changed the cluster_dict it was given, to {given}: "
+            "the launcher uses the same dict for every task's TF_CONFIG; leave it as it is"
+        )
 
 
 def _check_text(text, cluster, job, index) -> None:
@@ -74,7 +83,9 @@ def _check_text(text, cluster, job, index) -> None:
         kind = type(task["index"]).__name__
         assert kind == "int", f"{where}: the task index is written as a {kind}, not an int"
     spec, task_type, task_id = _read_back(text)
-    assert spec == cluster, f"{where}: TensorFlow reads the cluster {spec}"
+    same = {job: sorted(a) for job, a in spec.items()} == {j: sorted(a) for j, a in cluster.items()}
+    order = ": a task's index is its place in its job's list; keep the order given" * same
+    assert spec == cluster, f"{where}: TensorFlow reads the cluster {spec}{order}"
     assert (task_type, task_id) == (job, index), (
         f"{where}: TensorFlow reads the task as {task_type}:{task_id} from {text}"
     )
@@ -135,12 +146,13 @@ def check_tf_config(make_tf_config) -> str:
 
 # --- Check 2: predict_ps -----------------------------------------------------------------
 
-#: Check 2's graphs: (ps tasks, variables in creation order, with the global step first?).
+#: Check 2's graphs: (ps tasks, variables in creation order, the global step made "first",
+#: "last" (when the training op is built) or not at all).
 GRAPHS = [
-    (2, {"conv1/kernel": [5, 5, 1, 32], "conv1/bias": [32], "dense/kernel": [784, 10]}, True),
-    (3, {"z_embedding": [50, 8], "a_bias": [8], "m_scale": [], "b_out": [8, 2]}, True),
-    (1, {"w": [4, 4], "b": [4]}, True),
-    (4, {f"layer{k}/{p}": [3] for k in range(3) for p in ("w", "b")}, False),
+    (2, {"conv1/kernel": [5, 5, 1, 32], "conv1/bias": [32], "dense/kernel": [784, 10]}, "first"),
+    (3, {"z_embedding": [50, 8], "a_bias": [8], "m_scale": [], "b_out": [8, 2]}, "last"),
+    (1, {"w": [4, 4], "b": [4]}, "first"),
+    (4, {f"layer{k}/{p}": [3] for k in range(3) for p in ("w", "b")}, None),
 ]
 
 
@@ -157,8 +169,9 @@ def _placed(num_ps, shapes, global_step):
     else:
         setter = v1.train.replica_device_setter(ps_tasks=num_ps)
     with tf.Graph().as_default(), v1.device(setter):
-        made = [v1.train.get_or_create_global_step()] if global_step else []
+        made = [v1.train.get_or_create_global_step()] if global_step == "first" else []
         made += [v1.get_variable(name, shape) for name, shape in shapes.items()]
+        made += [v1.train.get_or_create_global_step()] if global_step == "last" else []
     placed = {}
     for variable in made:
         spec = tf.DeviceSpec.from_string(variable.device)
@@ -172,8 +185,8 @@ def check_predict_ps(predict_ps) -> str:
 
     Builds four TF1 graphs (no session, no server: placement is decided when an op is made)
     under ``replica_device_setter`` with 1, 2, 3 (from a ``ClusterSpec``) and 4 ps, of 3 to 6
-    variables with names out of alphabetical order, with and without a global step, and
-    reads each variable's task from its ``.device``.
+    variables with names out of alphabetical order, with the global step made first, last
+    or not at all, and reads each variable's task from its ``.device``.
     """
     for num_ps, shapes, global_step in GRAPHS:
         actual = _placed(num_ps, shapes, global_step)
@@ -191,14 +204,17 @@ def check_predict_ps(predict_ps) -> str:
         assert set(predicted) == set(actual), (
             f"{num_ps} ps: no variables {set(predicted) - set(actual)}"
         )
+        wrong = [name for name, task in actual.items() if predicted[name] != task]
+        alone = wrong if wrong == ["global_step"] else []  # the only miss is the global step
         for order, (name, task) in enumerate(actual.items()):
             yours = predicted[name]
             assert hasattr(yours, "__index__") and not isinstance(yours, bool), (
                 f"{name}: {yours!r}; predict the index of the ps task, an int"
             )
+            note = ": the global step takes its turn like any variable" * (name in alone)
             assert yours == task, (
                 f"{num_ps} ps: {name}, variable {order} in creation order, is on ps task "
-                f"{task}; you predict {yours}"
+                f"{task}; you predict {yours}{note}"
             )
     return "Check 2 passed: 4 graphs on 1 to 4 ps"
 

@@ -33,7 +33,7 @@ def make_replica_step(model, optimizer):
     return replica_step
 
 
-def loop(reduce, at_before=True):
+def loop(reduce, at_before=True, after=None):
     def train_and_log(strategy, replica_step, optimizer, dataset, writer):
         @tf.function
         def step(x, y):
@@ -43,6 +43,8 @@ def loop(reduce, at_before=True):
                 tf.summary.scalar("loss", loss, step=at if at_before else optimizer.iterations)
         for x, y in dataset:
             step(x, y)
+        if after:
+            after(writer)
     return train_and_log
 
 
@@ -54,6 +56,9 @@ answers = {
     "sum of means": loop(
         lambda s, v: s.reduce("SUM", s.run(tf.reduce_mean, args=(v,)), axis=None)),
     "step after the update": loop(lambda s, v: s.reduce(MEAN, v, axis=0), at_before=False),
+    "closed": loop(lambda s, v: s.reduce(MEAN, v, axis=0), after=lambda w: w.close()),
+    "left as the default": loop(
+        lambda s, v: s.reduce(MEAN, v, axis=0), after=lambda w: w.set_as_default()),
 }
 said = {}
 for name, answer in answers.items():
@@ -61,6 +66,9 @@ for name, answer in answers.items():
         said[name] = ex06.check_logged_training(answer, make_replica_step, names)
     except AssertionError as error:
         said[name] = str(error)
+# the loops ran in threads of their own: this thread has no default writer, no default step
+said["default writer here"] = bool(tf.summary.scalar("probe", 0.0, step=0))
+said["default step here"] = repr(tf.summary.experimental.get_step())
 print(json.dumps(said))
 """
 
@@ -80,8 +88,15 @@ def test_the_right_loop_passes(said):
         ("mean of means", r"on 2 replica\(s\).*right on the full batches, wrong on the last one"),
         ("sum of means", r"on 2 replica\(s\).*2\.00 times the loss: you summed"),
         ("step after the update", r"you logged steps \[8, 9, 10\], expected \[7, 8, 9\]"),
+        ("closed", r"on 1 replica\(s\).*closed the writer it was given: .*do not close it"),
+        ("left as the default", r"left its writer as TensorFlow's default writer"),
     ],
 )
 def test_a_wrong_loop_fails_saying_why(said, name, message):
 
     assert re.search(message, said[name]), said[name]
+
+
+def test_a_default_writer_left_by_a_loop_does_not_outlive_the_check(said):
+    assert said["default writer here"] is False
+    assert said["default step here"] == "None"

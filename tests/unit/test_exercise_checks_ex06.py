@@ -54,7 +54,7 @@ def test_variable_summaries_wrong(answer, message):
         ex06.check_variable_summaries(answer)
 
 
-def reader(guidance=0, newest_only=False, order_by_step=True):
+def reader(guidance=0, newest_only=False, order_by_step=True, one_a_step=False):
     def read_scalars(folder, tag):
         path = str(folder)
         if newest_only:
@@ -65,6 +65,8 @@ def reader(guidance=0, newest_only=False, order_by_step=True):
         events = accumulator.Tensors(tag)
         if order_by_step:
             events = sorted(events, key=lambda e: e.step)
+        if one_a_step:  # a restarted run's second value at a step replaces its first
+            events = list({e.step: e for e in events}.values())
         steps = [int(e.step) for e in events]
         return steps, [float(tensor_util.make_ndarray(e.tensor_proto)) for e in events]
 
@@ -78,14 +80,37 @@ def test_read_scalars_right():
 @pytest.mark.parametrize(
     "answer, message",
     [
-        (reader(guidance=1000), r"read 1000 of the 1500 values written"),
-        (reader(newest_only=True), r"your 800 values all come from one event file"),
+        (reader(guidance=1000), r"read 1000 of the 10500 values written"),
+        (reader(guidance=10000), r"read 10000 of the 10500 values written"),
+        (reader(one_a_step=True), r"25 values at the 25 steps, of the 38 written: a run restarted"),
+        (reader(newest_only=True), r"your 5600 values all come from one event file"),
         (reader(order_by_step=False), r"right but in another order"),
     ],
 )
 def test_read_scalars_wrong(answer, message):
     with pytest.raises(AssertionError, match=message):
         ex06.check_read_scalars(answer)
+
+
+def test_event_files_written_by_the_check_read_as_tf_summary_writes_them(tmp_path):
+    """Check 2 writes its event files from protocol buffers (fast): TensorBoard's reader must
+    see in them what it sees in the file of tf.summary.scalar."""
+    pairs = [(3, 0.25), (7, -1.5), (8, 1e-3)]
+    writer = tf.summary.create_file_writer(str(tmp_path / "tf"))
+    with writer.as_default():
+        for step, value in pairs:
+            tf.summary.scalar("loss", value, step=step)
+    writer.close()
+    ex06._write_events(tmp_path / "ours", 1700000000, {"loss": pairs})
+    seen = {}
+    for name in ("tf", "ours"):
+        reader = event_accumulator.EventAccumulator(str(tmp_path / name), {"tensors": 0})
+        reader.Reload()
+        events = reader.Tensors("loss")
+        protos = [(e.step, e.tensor_proto.SerializeToString()) for e in events]
+        seen[name] = reader.Tags()["tensors"], reader.SummaryMetadata("loss"), protos
+    assert seen["ours"] == seen["tf"]
+    assert [p.step for p in reader.Tensors("loss")] == [s for s, _ in pairs]
 
 
 def test_reference_losses_are_one_device_on_each_global_batch():

@@ -11,8 +11,12 @@ import pytest
 from dpkit.exercises import ex07
 
 
-def tf_config(check_index=True, key="index"):
+def tf_config(check_index=True, key="index", sort=False, mutate=False):
     def make_tf_config(cluster_dict, task_type, index):
+        if sort:  # each job's addresses sorted: the index no longer names the same address
+            cluster_dict = {job: sorted(addresses) for job, addresses in cluster_dict.items()}
+        if mutate:
+            cluster_dict.setdefault("evaluator", [])
         if task_type not in cluster_dict:
             raise ValueError(f"no job {task_type!r}; the cluster has {sorted(cluster_dict)}")
         size = len(cluster_dict[task_type])
@@ -35,11 +39,19 @@ def test_tf_config_right_and_environment_kept(monkeypatch):
         (tf_config(check_index=False), r"chief index 1 must raise ValueError"),
         (tf_config(key="id"), r"TensorFlow reads the task as chief:None"),
         (lambda c, t, i: {"cluster": c, "task": {"type": t, "index": i}}, r"return JSON text"),
+        (tf_config(sort=True), r"a task's index is its place in its job's list"),
+        (tf_config(mutate=True), r"changed the cluster_dict it was given, to .*'evaluator': \[\]"),
     ],
 )
 def test_tf_config_wrong(answer, message):
     with pytest.raises(AssertionError, match=message):
         ex07.check_tf_config(answer)
+    assert "evaluator" not in ex07.CLUSTERS["ps_cluster"]  # the check's own clusters are intact
+
+
+def test_tf_config_clusters_list_addresses_out_of_order():
+    """Else an answer that sorts each job's addresses would pass."""
+    assert any(a != sorted(a) for c in ex07.CLUSTERS.values() for a in c.values())
 
 
 def test_predict_ps_right():
@@ -51,7 +63,13 @@ def test_predict_ps_right():
     "answer, message",
     [
         (lambda names, num_ps: {n: (k + 1) % num_ps for k, n in enumerate(names)}, "you predict 1"),
-        (lambda names, num_ps: {n: k % 2 for k, n in enumerate(names)}, r"3 ps: a_bias"),
+        (lambda names, num_ps: {n: k % 2 for k, n in enumerate(names)}, r"3 ps: m_scale"),
+        (
+            lambda names, num_ps: {
+                n: 0 if n == "global_step" else k % num_ps for k, n in enumerate(names)
+            },
+            r"global_step, variable 4 .* predict 0: the global step takes its turn",
+        ),
         (
             lambda names, num_ps: {n: k % num_ps for k, n in enumerate(sorted(names))},
             r"global_step, variable 0 in creation order, is on ps task 0",

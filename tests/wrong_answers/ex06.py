@@ -190,57 +190,57 @@ WRONG: list[Wrong] = [
         "default size_guidance",
         _reader(guidance=""),
         check="2",
-        expect=r"read 10 of the 1500 values written: .*as many as size_guidance says",
+        expect=r"read 10 of the 10500 values written: .*as many as size_guidance says",
     ),
     Wrong(
         2,
         "a size_guidance of 1000",
         _reader(guidance=", size_guidance={event_accumulator.TENSORS: 1000}"),
         check="2",
-        expect=r"read 1000 of the 1500 values written",
+        expect=r"read 1000 of the 10500 values written",
     ),
     Wrong(
         2,
         "only the newest event file",
         _reader(path=_NEWEST),
         check="2",
-        expect=r"your 800 values all come from one event file \(events\.out\.tfevents\.1700000300"
-        r"\.host\.v2\) of the 3 in the folder, which hold 1500: .*read every one",
+        expect=r"your 5600 values all come from one event file \(events\.out\.tfevents\.1700000300"
+        r"\.host\.v2\) of the 3 in the folder, which hold 10500: .*read every one",
     ),
     Wrong(
         2,
         "only the first event file",
         _reader(path=_NEWEST.replace("[-1]", "[0]")),
         check="2",
-        expect=r"your 700 values all come from one event file \(events\.out\.tfevents\.1700000100",
+        expect=r"your 4900 values all come from one event file \(events\.out\.tfevents\.1700000100",
     ),
     Wrong(
         2,
         "size_guidance for scalars",
         _reader(guidance=", size_guidance={event_accumulator.SCALARS: 0}"),
         check="2",
-        expect=r"read 10 of the 1500 values written: .*the kind of event a scalar is stored as",
+        expect=r"read 10 of the 10500 values written: .*the kind of event a scalar is stored as",
     ),
     Wrong(
         2,
         "Scalars instead of Tensors",
         _reader(method="Scalars", value="e.value"),
         check="2",
-        expect=r"raised KeyError .*TensorFlow 2 writes a scalar summary as a tensor event",
+        expect=r"raised KeyError: .*TensorFlow 2 writes a scalar summary as a tensor event",
     ),
     Wrong(
         2,
         "no Reload",
         _reader(reload=""),
         check="2",
-        expect=r"raised KeyError .*has not read the files \(Reload\)",
+        expect=r"raised KeyError: .*has not read the files \(Reload\)",
     ),
     Wrong(
         2,
         "float_val of a tensor_content proto",
         _reader(value="e.tensor_proto.float_val[0]"),
         check="2",
-        expect=r"raised IndexError .*its float_val list is empty",
+        expect=r"raised IndexError: .*its float_val list is empty",
     ),
     Wrong(
         2,
@@ -439,7 +439,7 @@ WRONG: list[Wrong] = [
         "the newest file by modification time",
         _reader(path="max(tf.io.gfile.glob(f'{folder}/*tfevents*'), key=os.path.getmtime)"),
         check="2",
-        expect=r"your 800 values all come from one event file",
+        expect=r"your 5600 values all come from one event file",
     ),
     Wrong(
         2,
@@ -457,7 +457,7 @@ WRONG: list[Wrong] = [
         return steps, values
         """,
         check="2",
-        expect=r"raised KeyError .*a file that does not hold the tag",
+        expect=r"raised KeyError: .*a file that does not hold the tag",
     ),
     Wrong(
         3,
@@ -519,7 +519,7 @@ WRONG: list[Wrong] = [
         ]
         """,
         check="2",
-        expect=r"you return 50 \(step, value\) pair\(s\) never written under this tag",
+        expect=r"you return 350 \(step, value\) pair\(s\) never written under this tag",
     ),
     Wrong(
         3,
@@ -527,5 +527,50 @@ WRONG: list[Wrong] = [
         _loop(write=_WRITE.replace('"loss"', '"train/loss"')),
         check="3",
         expect=r"the writer holds no scalar tagged 'loss'",
+    ),
+    # a third red team
+    Wrong(
+        2,
+        "a size_guidance of 10000",
+        _reader(guidance=", size_guidance={event_accumulator.TENSORS: 10000}"),
+        check="2",
+        expect=r"read 10000 of the 10500 values written",
+    ),
+    Wrong(
+        2,
+        "one value a step (a dict by step)",
+        _reader(
+            order="list({{e.step: e for e in sorted(reader.{method}(tag), "
+            "key=lambda e: e.step)}}.values())"
+        ),
+        check="2",
+        expect=r"read_scalars\('eval', 'eval/loss'\): 25 values at the 25 steps, of the 38 "
+        r"written: a run restarted from a checkpoint logs some steps again",
+    ),
+    Wrong(
+        2,
+        "repeated (step, value) pairs dropped (a set)",
+        _reader().replace(
+            "return steps, values",
+            "pairs = sorted(set(zip(steps, values)))\n"
+            "return [s for s, _ in pairs], [v for _, v in pairs]",
+        ),
+        check="2",
+        expect=r"36 values at the 25 steps, of the 38 written: .*nor one of each pair \(a set\)",
+    ),
+    Wrong(
+        3,
+        "divided by the global batch size, a constant",
+        _loop(loss="strategy.reduce(tf.distribute.ReduceOp.SUM, per_example, axis=0) / 12.0"),
+        check="3",
+        expect=r"on 1 replica\(s\), the optimizer at step 7: at step 9 .*right on the full "
+        r"batches, wrong on the last one \(7 examples\): average over the examples",
+    ),
+    Wrong(
+        3,
+        "flushed, then left as the default writer",
+        _loop(flush="writer.set_as_default()\nwriter.flush()"),
+        check="3",
+        expect=r"left its writer as TensorFlow's default writer \(set_as_default\)",
     ),
 ]

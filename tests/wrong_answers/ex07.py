@@ -300,7 +300,7 @@ WRONG: list[Wrong] = [
         "two ps whatever num_ps says",
         "return {name: k % 2 for k, name in enumerate(variable_names)}",
         check="2",
-        expect=r"3 ps: a_bias, variable 2 in creation order, is on ps task 2; you predict 0",
+        expect=r"3 ps: m_scale, variable 2 in creation order, is on ps task 2; you predict 0",
     ),
     Wrong(
         3,
@@ -332,5 +332,37 @@ WRONG: list[Wrong] = [
         check="3",
         expect=r"shard_shapes\(\(10, 3\), 'float64', 48, 4\): shards of \[2, 2, 2, 2\] rows \(8 in "
         r"all\), TensorFlow's are \[3, 3, 2, 2\] of 10",
+    ),
+    # a third red team
+    Wrong(
+        1,
+        "each job's addresses sorted",
+        _config(
+            result='json.dumps({"cluster": {j: sorted(a) for j, a in cluster_dict.items()}, '
+            '"task": {"type": task_type, "index": index}})'
+        ),
+        check="1",
+        expect=r"chief:0 of .*TensorFlow reads the cluster .*: a task's index is its place in "
+        r"its job's list; keep the order given",
+    ),
+    Wrong(
+        1,
+        "the task added to the cluster dict it was given",
+        _config(
+            result='json.dumps({"cluster": {j: a for j, a in cluster_dict.items() if j != "task"}, '
+            '"task": cluster_dict.setdefault("task", {"type": task_type, "index": index})})'
+        ),
+        check="1",
+        expect=r"chief:0: make_tf_config changed the cluster_dict it was given, to .*'task': "
+        r"\{'type': 'chief', 'index': 0\}\}: the launcher uses the same dict",
+    ),
+    Wrong(
+        2,
+        "the global step always on task 0",
+        "return {name: 0 if 'global_step' in name else k % num_ps "
+        "for k, name in enumerate(variable_names)}",
+        check="2",
+        expect=r"3 ps: global_step, variable 4 in creation order, is on ps task 1; you predict 0: "
+        r"the global step takes its turn like any variable",
     ),
 ]
