@@ -90,8 +90,8 @@ def install_source(folder: str) -> str:
         'if "google.colab" in str(type(get_ipython())):\n'
         f"    !cd {Path(CLONE).parent} && (test -d {Path(CLONE).name} || "
         f"git clone -q --depth 1 -b {ref()} https://github.com/{repository()})\n"
-        f'    __import__("runpy").run_path("{CLONE}/tools/colab_install.py")["install"]('
-        f'"{CLONE}")\n'
+        "    import runpy\n"
+        f'    runpy.run_path("{CLONE}/tools/colab_install.py")["install"]("{CLONE}")\n'
         f"    %cd {CLONE}/{folder}"
     )
 

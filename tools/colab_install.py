@@ -3,7 +3,8 @@
 Every notebook's install cell runs its :func:`install` on Colab only (tools/colab.py writes
 that cell; not with ``%run``, which prints an exception and lets the cell go on):
 
-    __import__("runpy").run_path("/content/dpkit/tools/colab_install.py")["install"]("/content/dpkit")
+    import runpy
+    runpy.run_path("/content/dpkit/tools/colab_install.py")["install"]("/content/dpkit")
 
 It installs the project in that folder with ``%pip`` (into the kernel's own environment),
 then compares every installed distribution's version with what was there before. Colab's

@@ -2,6 +2,7 @@
 quiet and idempotent (tools/colab.py writes both)."""
 
 import os
+import runpy
 import subprocess
 import sys
 
@@ -84,10 +85,20 @@ class Recorder:
 
 
 def run_cell_as(module: str, source: str):
+    """Run the cell with a recording shell whose class lives in `module`; the install
+    script's call is recorded, not run (tests/process/test_colab_install.py runs it)."""
     shell_class = type("Shell", (Recorder,), {"__module__": module})
     shell = shell_class()
     code = TransformerManager().transform_cell(source)
-    exec(code, {"get_ipython": lambda: shell})
+
+    def installer(path):
+        return {"install": lambda folder: shell.calls.append(("install", f"{path} {folder}"))}
+
+    saved, runpy.run_path = runpy.run_path, installer
+    try:
+        exec(code, {"get_ipython": lambda: shell})
+    finally:
+        runpy.run_path = saved
     return shell.calls
 
 
@@ -96,26 +107,19 @@ def test_install_cell_acts_on_colab_only(folder):
     source = colab.install_source(folder)
     assert run_cell_as("ipykernel.zmqshell", source) == []  # Jupyter, papermill, nbval
     calls = run_cell_as("google.colab._shell", source)
-    assert [kind for kind, _ in calls] == ["!", "!", "%"]
+    assert [kind for kind, _ in calls] == ["!", "install", "%"]
     assert "git clone -q" in calls[0][1] and colab.repository() in calls[0][1]
-    assert "pip install -q /content/dpkit" in calls[1][1]
+    assert calls[1][1] == "/content/dpkit/tools/colab_install.py /content/dpkit"
     assert calls[2][1] == f"cd /content/dpkit/{folder}"
 
 
-def test_install_commands_clone_and_install_once(tmp_path):
-    """The shell lines run for real (git, python and pip replaced by loggers): a second run
-    of the cell clones nothing and installs nothing."""
+def test_install_commands_clone_once(tmp_path):
+    """The clone line runs for real (git replaced by a logger): a second run clones nothing."""
     calls = run_cell_as("google.colab._shell", colab.install_source("lessons"))
     bin_dir, log = tmp_path / "bin", tmp_path / "log"
     bin_dir.mkdir()
-    stubs = {
-        "git": f'echo "git $*" >> {log}; mkdir -p dpkit',
-        "pip": f'echo "pip $*" >> {log}; touch {tmp_path}/installed',
-        "python": f"test -e {tmp_path}/installed",  # 'import dpkit' works once installed
-    }
-    for name, body in stubs.items():
-        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
-        (bin_dir / name).chmod(0o755)
+    (bin_dir / "git").write_text(f'#!/bin/sh\necho "git $*" >> {log}; mkdir -p dpkit\n')
+    (bin_dir / "git").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
     for _ in range(2):
         for kind, command in calls:
@@ -123,6 +127,5 @@ def test_install_commands_clone_and_install_once(tmp_path):
                 command = command.replace("/content", str(tmp_path))
                 subprocess.run(["sh", "-c", command], env=env, check=True)
     lines = log.read_text().splitlines()
-    assert len(lines) == 2, lines
+    assert len(lines) == 1, lines
     assert lines[0].startswith(f"git clone -q --depth 1 -b {colab.ref()} https://github.com/")
-    assert lines[1] == f"pip install -q {tmp_path}/dpkit"
