@@ -90,7 +90,7 @@ def install_source(folder: str) -> str:
         'if "google.colab" in str(type(get_ipython())):\n'
         f"    !cd {Path(CLONE).parent} && (test -d {Path(CLONE).name} || "
         f"git clone -q --depth 1 -b {ref()} https://github.com/{repository()})\n"
-        "    import runpy\n"
+        "    import runpy\n\n"
         f'    runpy.run_path("{CLONE}/tools/colab_install.py")["install"]("{CLONE}")\n'
         f"    %cd {CLONE}/{folder}"
     )
