@@ -2,8 +2,10 @@
 
 A global batch too big for the devices' memory is cut into ``k`` micro-batches. Each replica
 adds up the gradients of its share of every micro-batch in variables of its own, with no
-communication; after the k-th the optimizer applies the sums once, so the replicas
-all-reduce once per k micro-batches. Each micro-batch's loss is divided by the whole
+exchange of gradients; after the k-th the optimizer applies the sums once, so the replicas
+all-reduce the gradients once per k micro-batches. (The micro-step returns the micro-batch's
+loss summed over the replicas, ``strategy.reduce``: one number per replica copied across
+devices each micro-step.) Each micro-batch's loss is divided by the whole
 batch (``k`` times the micro-batch), so the sum is the gradient of the whole batch's mean
 loss and the step is the one a device holding the whole batch would take.
 """
@@ -19,7 +21,8 @@ def make_accumulating_steps(strategy, model, optimizer, loss_fn, micro_batch_siz
     replicas) to each replica's accumulators, and ``apply_step()`` applies the sums with
     ``optimizer`` (one all-reduce) and zeroes them. Call ``micro_step`` ``k`` times, then
     ``apply_step`` once. ``loss_fn(labels, logits)`` returns per-example losses
-    (``reduction=None``).
+    (``reduction=None``). ``micro_step`` returns the micro-batch's loss summed over the
+    replicas (a ``strategy.reduce``: a cross-device copy of one number per replica).
 
     Returns:
         ``(micro_step, apply_step, accumulators)``: the accumulators are sync-on-read
@@ -48,7 +51,7 @@ def make_accumulating_steps(strategy, model, optimizer, loss_fn, micro_batch_siz
             per_example = loss_fn(y, model(x, training=True))
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=k * micro_batch_size)
         for acc, g in zip(accumulators, tape.gradient(loss, variables)):
-            acc.assign_add(g)  # this replica's copy only: no communication
+            acc.assign_add(g)  # this replica's copy only: no gradient leaves it
         return loss
 
     def replica_apply():

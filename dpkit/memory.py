@@ -8,7 +8,8 @@ do not shrink when you add devices; only the batch per device does.
 
 :func:`variable_bytes` counts what variables (or tensors) hold, :func:`slot_bytes` an
 optimizer's slots, :func:`activation_bytes` the layer outputs of a forward pass on a real
-batch, and :func:`replica` all four for one replica. :func:`bytes_per_parameter` is the
+batch (a proxy for the activations, often an over-count), and :func:`replica` all four for
+one replica. :func:`bytes_per_parameter` is the
 hand count per parameter, :func:`largest_model` the most parameters a device of a given
 size holds at that count.
 """
@@ -59,8 +60,13 @@ def slot_bytes(optimizer) -> int:
 
 def activation_bytes(model, x) -> int:
     """Bytes of every layer's output in a forward pass of ``model`` (a Keras ``Sequential``
-    or functional model) on the batch ``x``: what the backward pass keeps for the batch,
-    measured from the tensors the layers return (their dtype follows the dtype policy)."""
+    or functional model) on the batch ``x``, measured from the tensors the layers return
+    (their dtype follows the dtype policy).
+
+    A proxy for the activations the backward pass keeps, and often an over-count: a layer
+    that returns its input tensor (``Dropout`` at rate 0, or outside training) is counted a
+    second time, a reshape (``Flatten``) counts its input's bytes again, and what the backward
+    pass really keeps is whatever each op's gradient needs, which this does not trace."""
     import keras
 
     outputs = [layer.output for layer in model.layers]

@@ -2,9 +2,11 @@
 (lesson 10).
 
 A ``mixed_bfloat16`` or ``mixed_float16`` dtype policy keeps the variables in float32 and
-computes in 16 bits. float16 has 5 exponent bits to float32's 8 (bfloat16 keeps 8), so
-gradients below about 6e-8 round to zero in it; **loss scaling** multiplies the loss by a large
-power of two before the backward pass and divides the gradients by it before the update.
+computes in 16 bits. float16 (IEEE 754 binary16) has 5 exponent bits to float32's 8
+(bfloat16 keeps 8): values below its smallest normal number, 2**-14 (about 6e-5), lose
+precision, and values below half its smallest subnormal 2**-24, about 3e-8, round to zero.
+**Loss scaling** multiplies the loss by a large power of two before the backward pass, so
+small gradients stay in float16's range, and divides the gradients by it before the update.
 Keras 3's ``LossScaleOptimizer`` does both and adapts the scale: a step whose gradients are
 not finite is skipped and the scale halved; after ``dynamic_growth_steps`` finite steps it
 doubles. (Not to be confused with dividing the loss by the global batch, lesson 03.)

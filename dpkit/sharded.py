@@ -13,6 +13,10 @@ for shard c only. One step:
    weights (the ring's second half).
 
 The exchange moves the bytes of one all-reduce, and each device holds 1/N of the slots.
+Device c updates its shard in a variable of its own, a float32 copy of 1/N of the weights
+that the float32 replicas already hold: 4/N bytes per parameter more than the slots alone.
+(In ZeRO, Rajbhandari et al. 2020, the replicas' weights are float16 and that float32 master
+copy is part of the optimizer state it shards; here it is a duplicate.)
 """
 
 from __future__ import annotations
@@ -81,6 +85,10 @@ def all_gather(shards, devices) -> list:
 class ZeroOne:
     """Data parallelism with the optimizer's slots sharded over the devices (ZeRO-1).
 
+    Device c keeps its shard of the weights in a float32 variable of its own, which its
+    optimizer updates and the all-gather reads (:meth:`shard_bytes`): with float32 replicas
+    a duplicate of 1/N of the weights.
+
     Args:
         replicas: one Keras model per device, built on it, all with the same weights.
         devices: the devices, one per replica.
@@ -148,15 +156,32 @@ class ZeroOne:
 
         return [memory.slot_bytes(o) for o in self.optimizers]
 
+    def shard_bytes(self) -> list[int]:
+        """Bytes of each device's copy of its shard of the weights."""
+        from dpkit import memory
 
-def bytes_per_device(num_params: int, num_devices: int, stage: int = 1, per_parameter=(4, 4, 8)):
+        return [memory.variable_bytes([s]) for s in self.shards]
+
+
+def bytes_per_device(
+    num_params: int, num_devices: int, stage: int = 1, per_parameter=(4, 4, 8), shard_copy=4
+):
     """Bytes each device holds for ``num_params`` parameters when ZeRO stage ``stage``
-    shards over ``num_devices``: stage 0 (plain data parallelism) shards nothing, stage 1 the
-    optimizer's slots, stage 2 the gradients too, stage 3 the parameters too.
-    ``per_parameter`` is (weights, gradients, slots) in bytes: Adam in float32 by default."""
+    shards over ``num_devices``, before activations: stage 0 (plain data parallelism) shards
+    nothing, stage 1 the optimizer's slots, stage 2 the gradients too, stage 3 the
+    parameters too.
+
+    ``per_parameter`` is (weights, gradients, optimizer state) in bytes per parameter: Adam
+    in float32 by default. ``shard_copy`` is the bytes per parameter of the copy of its shard
+    of the weights that each device's optimizer updates in stages 1 and 2, sharded like the
+    slots: 4 for :class:`ZeroOne`'s float32 shard variable (in stage 3 the shard of the
+    weights is that copy). ZeRO's own count (Rajbhandari et al. 2020, Figure 1) is mixed
+    precision, ``per_parameter=(2, 2, 12), shard_copy=0``: its 12 bytes of optimizer state
+    already hold the float32 master copy."""
     checks.whole(stage, "stage", 0, "1 for sharded optimizer state", maximum=3)
     n = checks.whole(num_devices, "num_devices", 1, "the device count")
+    copy = checks.whole(shard_copy, "shard_copy", 0, "4 for a float32 copy, 0 for none")
     weights, grads, slots = per_parameter
     kept = (weights if stage < 3 else 0) + (grads if stage < 2 else 0) + (slots if stage < 1 else 0)
-    sharded = weights + grads + slots - kept
+    sharded = weights + grads + slots - kept + (copy if stage in (1, 2) else 0)
     return checks.whole(num_params, "num_params", 0, "the parameter count") * (kept + sharded / n)

@@ -65,6 +65,19 @@ def test_activation_bytes_counts_every_layer_output_by_hand():
     assert replica.total == 4 * params + 4 * 6 * 19
 
 
+def test_activation_bytes_counts_a_layer_that_returns_its_input_again():
+    import keras
+
+    from dpkit import memory
+
+    # Dropout at rate 0 returns its input tensor: the count is a proxy that counts it twice
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(5), keras.layers.Dropout(0.0), keras.layers.Dense(2)]
+    )
+    x = np.zeros((6, 4), np.float32)
+    assert memory.activation_bytes(model, x) == 4 * 6 * (5 + 5 + 2)
+
+
 def test_bytes_per_parameter_and_the_largest_model_by_hand():
     from dpkit import memory
 

@@ -84,6 +84,13 @@ def test_zero_one_takes_one_devices_adam_steps_with_a_third_of_the_slots_each():
     assert zero.sizes == [15, 14, 14]
     assert zero.slot_bytes() == [2 * 4 * s for s in (15, 14, 14)]
     assert sum(zero.slot_bytes()) == memory.bytes_per_parameter(0, 0) * num_params
+    assert zero.shard_bytes() == [4 * s for s in (15, 14, 14)]  # a float32 copy of each shard
+    # what the three devices hold in all: float32 weights and gradients on every device, the
+    # slots and shard copies once; bytes_per_device's stage-1 count is the same per device
+    held = sum(2 * memory.variable_bytes(r.trainable_variables) for r in replicas)
+    held += sum(zero.slot_bytes()) + sum(zero.shard_bytes())
+    assert held == 3 * 8 * num_params + (8 + 4) * num_params
+    assert 3 * sharded.bytes_per_device(num_params, 3, 1) == pytest.approx(held)
     with pytest.raises(ValueError, match="does not split evenly"):
         zero.step(np.zeros((4, 4), np.float32), np.zeros(4, np.int64), loss_fn)
 
@@ -92,9 +99,28 @@ def test_bytes_per_device_by_hand_for_each_stage():
     from dpkit import sharded
 
     n = 4
-    hand = [16, 4 + 4 + 8 / n, 4 + 12 / n, 16 / n]
+    # float32 Adam: stages 1 and 2 also shard a float32 copy of the weights (4 bytes)
+    hand = [16, 4 + 4 + (8 + 4) / n, 4 + (4 + 8 + 4) / n, 16 / n]
     for stage in range(4):
         assert sharded.bytes_per_device(10, n, stage) == pytest.approx(10 * hand[stage])
     assert sharded.bytes_per_device(10, 1, 3) == 160
+    no_copy = [16, 4 + 4 + 8 / n, 4 + 12 / n, 16 / n]
+    for stage in range(4):
+        got = sharded.bytes_per_device(10, n, stage, shard_copy=0)
+        assert got == pytest.approx(10 * no_copy[stage])
     with pytest.raises(ValueError, match="stage"):
         sharded.bytes_per_device(10, n, 4)
+    with pytest.raises(ValueError, match="shard_copy"):
+        sharded.bytes_per_device(10, n, 1, shard_copy=-4)
+
+
+def test_bytes_per_device_gives_zeros_figure_one():
+    from dpkit import sharded
+
+    # Rajbhandari et al. 2020, Figure 1: 7.5 B parameters, 64 devices, K = 12 (mixed-precision
+    # Adam): 120, 31.4, 16.6 and 1.9 GB per device for the baseline and the three stages
+    gb = [
+        sharded.bytes_per_device(7_500_000_000, 64, s, per_parameter=(2, 2, 12), shard_copy=0) / 1e9
+        for s in range(4)
+    ]
+    assert [round(x, 1) for x in gb] == [120.0, 31.4, 16.6, 1.9]
