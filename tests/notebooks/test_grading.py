@@ -205,3 +205,16 @@ def test_each_student_fetches_their_own_feedback(course, week):
         assert f"Score: {score:.1f} / {float(total):.1f}" in re.sub(r"\s+", " ", text), (
             f"{student}'s feedback for {week} does not show {score} of {total}"
         )
+
+
+@pytest.mark.parametrize("week", WEEKS)
+def test_the_grades_table_shows_every_student(course, week, capsys):
+    course_tool.main(["grades", str(course / "course"), week])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    total = len(checks_of(week))
+    scores = {row[0]: row[2] for row in rows}
+    assert scores == {
+        "alice": f"{total:g}/{total:g}",
+        "bob": f"{total - 1:g}/{total:g}",
+        "carol": f"0/{total:g}",
+    }
