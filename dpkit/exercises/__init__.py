@@ -8,3 +8,19 @@ AssertionError that says what is wrong and where to look. A curious learner can 
 they are checked; tests/unit/test_exercise_checks_*.py shows each check failing on wrong
 answers.
 """
+
+_MIRRORED: dict = {}  # MirroredStrategy per device tuple, made once per process
+
+
+def mirrored(devices):
+    """A MirroredStrategy over ``devices`` for a check, reusing the one made before in this
+    process. Strategies over different device sets in one process must not share collective
+    keys (TensorFlow's ring all-reduce on CPUs), so these sum on one device: the same sum."""
+    import tensorflow as tf
+
+    key = tuple(devices)
+    if key not in _MIRRORED:
+        _MIRRORED[key] = tf.distribute.MirroredStrategy(
+            list(devices), cross_device_ops=tf.distribute.ReductionToOneDevice()
+        )
+    return _MIRRORED[key]

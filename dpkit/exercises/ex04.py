@@ -20,6 +20,7 @@ from collections import Counter
 import numpy as np
 
 from dpkit import checking
+from dpkit.exercises import mirrored
 
 
 @contextlib.contextmanager
@@ -175,22 +176,6 @@ LEARNING_RATE = 0.5
 MOMENTUM = 0.5  # so that the second step depends on the optimizer's state
 L2_RATE = 0.05
 STEPS = 2  # on full global batches, then one on the short batch
-_STRATEGIES: dict = {}  # MirroredStrategy per device tuple, made once per process
-
-
-def _strategy(devices):
-    """A MirroredStrategy over ``devices``, reusing one made before."""
-    import tensorflow as tf
-
-    key = tuple(devices)
-    if key not in _STRATEGIES:
-        # Strategies over different device sets in one process must not share collective
-        # keys (TensorFlow's ring all-reduce on CPUs): sum on one device instead, which is
-        # the same sum.
-        _STRATEGIES[key] = tf.distribute.MirroredStrategy(
-            list(devices), cross_device_ops=tf.distribute.ReductionToOneDevice()
-        )
-    return _STRATEGIES[key]
 
 
 def _model(start, seen=None):
@@ -414,7 +399,7 @@ def check_train_step(make_train_step, devices) -> str:
         checking.switched_off(accumulation, "make_accumulating_steps"),
     ):
         for seed, (shares, short) in enumerate(zip(SHARES, SHORT)):
-            strategy = _strategy(devices[: len(shares)])
+            strategy = mirrored(devices[: len(shares)])
             _check_replicas(make_train_step, strategy, shares, short, seed)
     return (
         "Check 2 passed: three steps equal one device on the global batch, "

@@ -26,6 +26,7 @@ import textwrap
 import numpy as np
 
 from dpkit import checking
+from dpkit.exercises import mirrored
 from dpkit.plumbing import procs
 
 _FEATURES, _CLASSES = 5, 3
@@ -35,7 +36,6 @@ _PER_WORKER, _STEPS, _LR = 5, 4, 0.5
 _BATCH = 2 * _PER_WORKER
 _REHEARSED = (2, 3)  # workers rehearsed in this process: 3 catches a '2 workers' typed in
 _ULPS = 1024  # float32 SGD over a few steps against float64: a few rounding steps more
-_STRATEGIES: dict = {}  # MirroredStrategy per device tuple, made once per process
 
 
 def _source(function, what: str) -> tuple[str, str]:
@@ -158,26 +158,12 @@ def _model(strategy, w, b):
     return model, optimizer
 
 
-def _strategy(names):
-    """A MirroredStrategy over ``names``, reusing one made before in this process."""
-    import tensorflow as tf
-
-    key = tuple(names)
-    if key not in _STRATEGIES:
-        # strategies over different device sets in one process must not share collective
-        # keys: sum on one device instead, which is the same sum
-        _STRATEGIES[key] = tf.distribute.MirroredStrategy(
-            list(names), cross_device_ops=tf.distribute.ReductionToOneDevice()
-        )
-    return _STRATEGIES[key]
-
-
 def _rehearse(answer, names, workers: int, x, y, w0, b0):
     """``workers`` workers of one replica each, in this process: each replica's final weights,
     and each step's losses returned by the replicas, summed (None if they return nothing)."""
     import tensorflow as tf
 
-    strategy = _strategy(names[:workers])
+    strategy = mirrored(names[:workers])
     model, optimizer = _model(strategy, w0, b0)
     batch = workers * _PER_WORKER
     iterators = [
