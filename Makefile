@@ -114,7 +114,7 @@ ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/nul
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest test-colab site test-site \
+.PHONY: help lab test test-course test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest test-colab site test-site \
 	check-versions check-python env lock student-copy course-new course-release course-collect course-autograde course-feedback course-grades lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
@@ -163,22 +163,35 @@ unit: $(STAMP) ## the fast door: tests/unit only (no child process, no kernel; u
 
 # Unit tests, then nbval re-executes every lesson in a fresh kernel and compares the cells
 # tagged nbval-check-output with their committed outputs. The solutions run once, in
-# tests/notebooks/test_wrong_answers.py, which checks what nbval would of them before it tries the
-# wrong answers in the same kernel.
+# tests/notebooks/test_solutions.py, which checks what nbval would of them. The rooms are the
+# folders of tests/; the course room (tests/course: each exercise's stubs and wrong answers
+# refused, the nbgrader workflow) is make test-course's, which .ci/run runs after make test.
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
 # cells, and each test file, in one worker), longest first: conftest.py orders them by the
 # seconds `make durations` stored in tests/durations.json, and --no-loadscope-reorder keeps
 # that order.
 TEST_WORKERS ?= 2
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -p no:cacheprovider
-test: $(STAMP) ## lint, exercises current, unit tests, nbval over every lesson, every solution run
+TEST_ROOMS := tests/unit tests/process tests/notebooks tests/repo
+
+test: $(STAMP) ## lint, exercises current, every lesson under nbval, every solution run, the unit, process, notebook and repo tests
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint && \
 	$(PY) tools/make_exercises.py --check && \
-	$(PY) -m pytest lessons tests $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
+	$(PY) -m pytest lessons $(TEST_ROOMS) $(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder --ignore=tests/notebooks/test_papermill.py \
 		--ignore=tests/process/test_colab_install.py --durations=15 $(PYTEST_EXTRA); \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
+
+# The course room: every exercise's stubs fail its checks, every wrong answer of
+# tests/wrong_answers/ is refused with its message (a mutation test of the checks), and
+# nbgrader's workflow runs for three students over two weeks. Run it when a solution, a check
+# (dpkit/exercises) or a table changes; .ci/run runs it.
+test-course: $(STAMP) ## the exercises' checks refuse every stub and tabled wrong answer; the nbgrader course workflow
+	@start=$$(date +%s); \
+	$(PY) -m pytest tests/course -p no:cacheprovider -v -n $(TEST_WORKERS) --dist loadfile \
+		--no-loadscope-reorder --durations=10 $(PYTEST_EXTRA); \
+	code=$$?; echo "dpkit: make test-course took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # make test, storing each file's seconds in tests/durations.json (commit it when files were
 # added or became much slower: it orders make test's files, longest first).
@@ -260,9 +273,9 @@ test-under-load: $(STAMP) ## make test while one busy loop per core keeps the ma
 test-papermill: $(STAMP) ## lessons 00, 01 and 06 through papermill with other parameters
 	$(PY) -m pytest tests/notebooks/test_papermill.py -p no:cacheprovider -v -n $(TEST_WORKERS)
 
-# nbgrader's real commands on every exercise (make test autogrades exercise 05 only).
-test-grading: $(STAMP) ## the course workflow with every exercise as a week (make test: ex05, ex09)
-	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/notebooks/test_grading.py -p no:cacheprovider -v
+# nbgrader's real commands on every exercise (make test-course autogrades exercises 05 and 09).
+test-grading: $(STAMP) ## the course workflow with every exercise as a week (make test-course: ex05, ex09)
+	DPKIT_GRADE_ALL=1 $(PY) -m pytest tests/course/test_grading.py -p no:cacheprovider -v
 
 # The workbook in a real browser: JupyterLab driven in headless Chromium by Playwright, and
 # the website (browser_tests/test_site.py builds it first).

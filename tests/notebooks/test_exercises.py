@@ -1,6 +1,4 @@
-"""Exercises: generated from solutions byte for byte; each check cell fails on the stub.
-
-(Each check passes on the solution and fails on the wrong answers: test_wrong_answers.py.)"""
+"""Exercises: generated from solutions byte for byte, with stubs where the answers were."""
 
 import pytest
 
@@ -8,8 +6,6 @@ from tests.support.notebooks import (
     EXERCISES,
     ROOT,
     SOLUTIONS,
-    errors,
-    execute,
     make_exercises,
     nbio,
 )
@@ -87,19 +83,5 @@ def test_exercises_have_the_generated_header_and_no_answers():
         assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
 
 
-def _check_cells(nb):
-    cells = [c for c in nb.cells if c.cell_type == "code" and nbio.has_tag(c, "check")]
-    assert cells, "a solution notebook needs check cells (tagged 'check')"
-    return cells
-
-
-@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: p.name)
-def test_check_cells_fail_on_the_stubs(path):
-    nb = execute(path, allow_errors=True)
-    for cell in _check_cells(nb):
-        assert errors(cell), f"check cell passed on the unsolved exercise:\n{cell.source[:200]}"
-        assert set(errors(cell)) <= {"NotImplementedError", "NameError", "AssertionError"}
-
-
-# That every check passes on its solution is asserted by tests/notebooks/test_wrong_answers.py,
-# which runs each solution once before trying wrong answers in it.
+# That each check cell fails on its stub is tests/course/test_stubs.py's (make test-course);
+# that it passes on its solution, tests/notebooks/test_solutions.py's.

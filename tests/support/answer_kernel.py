@@ -1,6 +1,7 @@
 """Run a solution notebook in one live kernel, then try other answers in it.
 
-`tests/notebooks/test_wrong_answers.py` uses this: executing the whole
+`tests/notebooks/test_solutions.py` runs each solution in it (the run nbval would make), and
+`tests/course/test_wrong_answers.py` then tries wrong answers: executing the whole
 notebook once per wrong answer would take minutes, so the notebook runs once and each
 answer re-runs only the cells from its answer cell to its check cell. The cells an answer
 ran are "dirty"; before a later answer, the dirty cells above its own answer cell run again
@@ -12,16 +13,18 @@ the next doubled the cost of that exercise's table.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from nbclient import NotebookClient
 
 from dpkit.plumbing import contract
-from tests.support.notebooks import make_exercises, nbio
+from tests.support.notebooks import ROOT, make_exercises, nbio
 from tests.wrong_answers.base import Wrong
 
 BEGIN = make_exercises.BEGIN
@@ -187,3 +190,29 @@ def matches(result: Outcome, wrong: Wrong) -> str | None:
     if not re.search(wrong.expect, result.evalue):
         return f"the check said {result.evalue[:300]!r}, which does not match {wrong.expect!r}"
     return None
+
+
+RUNS = ROOT / "solutions" / "runs"
+
+
+def entries(folder: Path) -> set:
+    return set(folder.iterdir()) if folder.exists() else set()
+
+
+@contextlib.contextmanager
+def solution_kernel(name: str):
+    """The solution notebook `name` executed once in a live kernel, its checks' outcomes kept
+    (``solution_outcomes``) with what it wrote under solutions/runs (``solution_runs``).
+
+    A wrong answer may write where the solution does not (a chief that lost its --logdir
+    writes to runs/ beside the notebook): what was not there before is removed at the end.
+    """
+    existed = RUNS.exists()
+    try:
+        with AnswerKernel(ROOT / "solutions" / name) as k:
+            k.solution_outcomes = k.run_all()
+            k.solution_runs = entries(RUNS)
+            yield k
+    finally:
+        if not existed:
+            shutil.rmtree(RUNS, ignore_errors=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.support.paths import ROOT
 
-ROOMS = ("unit", "process", "notebooks", "repo")
+ROOMS = ("unit", "process", "notebooks", "repo", "course")
 DURATIONS = ROOT / "tests" / "durations.json"
 
 

@@ -2,9 +2,9 @@
 
 Each module ``exNN.py`` here holds one notebook's table: ``NOTEBOOK`` (the solution it is
 for), ``WRONG`` (a list of `Wrong`) and ``HAND_IN`` (the ``why`` of the wrong answer
-tests/notebooks/test_grading.py hands to nbgrader). Each `Wrong` replaces the marked answer
+tests/course/test_grading.py hands to nbgrader). Each `Wrong` replaces the marked answer
 (the lines between ``### BEGIN SOLUTION`` and ``### END SOLUTION``) of one solution cell;
-``tests/notebooks/test_wrong_answers.py`` runs it in the solution notebook's kernel and asserts
+``tests/course/test_wrong_answers.py`` runs it in the solution notebook's kernel and asserts
 that the named check cell fails with an AssertionError whose message matches ``expect``.
 Think of: the sources' own bugs, off-by-N scaling, the wrong reduction, right values on the
 wrong device or from the wrong place, a shortcut that skips what the task teaches, and an

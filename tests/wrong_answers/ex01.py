@@ -4,7 +4,7 @@ from tests.wrong_answers.base import Wrong
 
 #: The solution notebook this table is for.
 NOTEBOOK = "01_one_device.ipynb"
-#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+#: The wrong answer tests/course/test_grading.py hands in: it must lose one check's points.
 HAND_IN = "summed loss over the constant BATCH_SIZE"
 
 # Exercise 3's answer, as the solution writes it, with the pieces the mistakes change.

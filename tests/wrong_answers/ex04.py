@@ -4,7 +4,7 @@ from tests.wrong_answers.base import Wrong
 
 #: The solution notebook this table is for.
 NOTEBOOK = "04_all_reduce_and_mirrored.ipynb"
-#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+#: The wrong answer tests/course/test_grading.py hands in: it must lose one check's points.
 HAND_IN = "regularisation added whole in every replica"
 
 # Answer 1, the body of dataset_fn(input_context), as the solution writes it.

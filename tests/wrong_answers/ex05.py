@@ -4,7 +4,7 @@ from tests.wrong_answers.base import Wrong
 
 #: The solution notebook this table is for.
 NOTEBOOK = "05_throughput_and_scaling.ipynb"
-#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+#: The wrong answer tests/course/test_grading.py hands in: it must lose one check's points.
 HAND_IN = "speed-up of means"
 
 # The reading of exercise 2 with its two pieces left open: {speedup} and {verdict}.

@@ -6,7 +6,7 @@ from tests.wrong_answers.base import Wrong
 
 #: The solution notebook this table is for.
 NOTEBOOK = "06_tensorboard.ipynb"
-#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+#: The wrong answer tests/course/test_grading.py hands in: it must lose one check's points.
 HAND_IN = "sample standard deviation"
 
 # The solution's summaries with one piece swapped: the stddev, the histogram's tensor, the scope.

@@ -4,7 +4,7 @@ from tests.wrong_answers.base import Wrong
 
 #: The solution notebook this table is for.
 NOTEBOOK = "09_predicting_scale.ipynb"
-#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+#: The wrong answer tests/course/test_grading.py hands in: it must lose one check's points.
 HAND_IN = "parameters, not bytes"
 
 # predict_step with its hidden part and its efficiency left open

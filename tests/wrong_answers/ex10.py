@@ -4,7 +4,7 @@ from tests.wrong_answers.base import Wrong
 
 #: The solution notebook this table is for.
 NOTEBOOK = "10_making_data_parallelism_pay.ipynb"
-#: The wrong answer tests/notebooks/test_grading.py hands in: it must lose one check's points.
+#: The wrong answer tests/course/test_grading.py hands in: it must lose one check's points.
 HAND_IN = "the loss scale never undone"
 
 # The solution's sharded update, with the parts the wrong answers change left open.

@@ -9,7 +9,7 @@ and bob the marks of every check but the one that catches his answer, and each s
 feedback must be theirs. Every other assignment is generated too, and each release must be
 exactly the exercise a learner gets, hints kept, with no path into solutions/.
 
-Autograding runs whole notebooks, so `make test` runs the two quickest weeks;
+Autograding runs whole notebooks, so `make test-course` runs the two quickest weeks;
 DPKIT_GRADE_ALL=1 makes every exercise a week (`make test-grading`).
 """
 
@@ -30,7 +30,7 @@ from tests.wrong_answers import HAND_IN, TABLES
 from tools import course as course_tool
 
 COURSE_ID = "dpkit101"
-QUICKEST = ("ex05", "ex09")  # the weeks make test runs: no cluster, little TensorFlow
+QUICKEST = ("ex05", "ex09")  # the weeks make test-course runs: no cluster, little TensorFlow
 ALL = list(course_tool.assignments())
 GRADE_ALL = bool(os.environ.get("DPKIT_GRADE_ALL"))
 WEEKS = ALL if GRADE_ALL else [w for w in QUICKEST if w in ALL]
@@ -151,7 +151,7 @@ def test_every_exercise_is_an_assignment_with_a_wrong_answer_to_hand_in():
     assert set(HAND_IN) == {p.name for p in SOLUTIONS}
     for name in HAND_IN:
         assert wrong_answer(name).check, name
-    assert GRADE_ALL or list(QUICKEST) == WEEKS, f"the weeks make test runs: {WEEKS}"
+    assert GRADE_ALL or list(QUICKEST) == WEEKS, f"the weeks make test-course runs: {WEEKS}"
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.name)
