@@ -71,6 +71,7 @@ class Exit(enum.IntEnum):
     USAGE = 2  #: bad flags or values (argparse's own code), nothing was started
     ORPHANED = 3  #: the parent died (``procs.watch_parent``)
     DIVERGED = 4  #: ``throughput``: the loss stopped being finite
+    PREEMPTED = 42  #: ``preempt``: a checkpoint was saved, start the job again (TF's exit_fn)
     PORT_TAKEN = 5  #: ``server``: its port was taken (the parent picks new ports)
     INTERRUPTED = 130  #: Ctrl-C (128 + SIGINT)
 
@@ -123,6 +124,7 @@ class Program(enum.StrEnum):
     SERVER = "server"
     ALLREDUCE = "allreduce"
     CONTENDER = "contender"
+    PREEMPT = "preempt"
 
 
 # ----------------------------------------------------------------------------- stdin commands
@@ -419,3 +421,27 @@ class Round(Record):
     """A contender's seconds for one round of timed steps."""
 
     seconds: float
+
+
+# -- preempt (dpkit.programs.preemption) -> lesson 10's preemption.run_job
+@dataclasses.dataclass(frozen=True)
+class Restored(Record):
+    """``preempt``: the handler is made; ``restored`` is the step counter it restored (0: none)."""
+
+    restored: int
+    worker: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Paused(Record):
+    """``preempt``: ``paused`` steps done; the worker waits for a ``run`` line on stdin."""
+
+    paused: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Preempted(Record):
+    """``preempt``: the handler saved at step counter ``preempted`` and exits with ``code``."""
+
+    preempted: int
+    code: int

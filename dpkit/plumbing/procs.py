@@ -342,24 +342,27 @@ class Group:
             self._raise_if_failed(skip={name, *self._killed})
             self._pump(deadline, f"waiting for {key!r} from task {name}")
 
-    def wait(self, timeout: float | None = None) -> dict[str, int]:
-        """Wait for every child to end; return ``{name: exit code}`` (all 0).
+    def wait(self, timeout: float | None = None, *, codes=(contract.Exit.OK,)) -> dict[str, int]:
+        """Wait for every child to end; return ``{name: exit code}`` (each one of ``codes``:
+        0, unless the caller expects another, e.g. ``contract.Exit.PREEMPTED``).
 
         Raises:
-            TaskFailedError: a child exited with an error (the others are killed).
+            TaskFailedError: a child exited with a code not in ``codes`` (the others are
+                killed).
             TimeoutError: they did not all end within ``timeout`` (default: the group's).
         """
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while not all(self._ended.values()):
             running = sorted(n for n, ended in self._ended.items() if not ended)
             self._pump(deadline, f"waiting for {', '.join(running)} to finish")
-            self._raise_if_failed()
+            self._raise_if_failed(codes=codes)
         return {n: c.wait() for n, c in self._children.items()}
 
-    def _raise_if_failed(self, skip=()) -> None:
-        """Raise :class:`TaskFailedError` for a task (not in ``skip``) that ended with an error."""
+    def _raise_if_failed(self, skip=(), codes=(contract.Exit.OK,)) -> None:
+        """Raise :class:`TaskFailedError` for a task (not in ``skip``) that ended with a code
+        not in ``codes``."""
         for name, ended in self._ended.items():
-            if ended and name not in skip and self._children[name].wait() != contract.Exit.OK:
+            if ended and name not in skip and self._children[name].wait() not in codes:
                 self._raise_failed(name)
 
     def _raise_failed(self, name: str, what: str = "failed") -> None:

@@ -23,4 +23,5 @@ PROGRAMS = {
     "task": "dpkit.programs.task:main",
     "allreduce": "dpkit.programs.collective:main",
     "contender": "dpkit.programs.contender:main",
+    "preempt": "dpkit.programs.preemption:main",
 }
