@@ -114,7 +114,7 @@ ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/nul
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-course test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest test-colab site test-site \
+.PHONY: help lab release test test-course test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest test-colab site test-site \
 	check-versions check-python env lock student-copy course-new course-release course-collect course-autograde course-feedback course-grades lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
@@ -347,18 +347,26 @@ course-feedback: $(STAMP) ## write and release A's feedback (students: nbgrader 
 course-grades: $(STAMP) ## print A's scores, one line per student and notebook
 	$(PY) tools/course.py grades $(COURSE) $(A)
 
+# A release a term can pin (README, "Pin the term"): tools/release.py commits pyproject's
+# version and launch ref vVERSION with every badge, install cell and Binder badge following
+# it, and tags that commit; `python tools/release.py --unpin` follows main again.
+release: $(STAMP) ## cut release VERSION (e.g. make release VERSION=0.2.0): launches pinned to tag vVERSION, committed and tagged
+	@test -n "$(VERSION)" || { echo "dpkit: say which version: make release VERSION=0.2.0"; exit 2; }
+	$(PY) tools/release.py $(VERSION)
+
 exercises: $(STAMP) ## regenerate exercises/ from solutions/
 	$(PY) tools/make_exercises.py
 
 timings: $(STAMP) ## seconds per notebook; fails if one takes over 60 s
 	$(PY) tools/run_notebooks.py --timings lessons/*.ipynb solutions/*.ipynb
 
-bench: $(STAMP) ## towers vs MirroredStrategy, pinned workers, sweep time, cluster up/down, predicted pinned run
+bench: $(STAMP) ## towers vs MirroredStrategy, pinned workers, sweep time, cluster up/down, predicted pinned run, gradient packs
 	$(PY) benchmarks/towers_vs_mirrored.py
 	$(PY) benchmarks/pinned_workers.py
 	$(PY) benchmarks/sweep_time.py
 	$(PY) benchmarks/cluster_up_down.py
 	$(PY) benchmarks/predict_pinned.py
+	$(PY) benchmarks/overlap_packs.py --out runs/bench/overlap_packs.json
 
 clean: ## remove .venv, .venv-oldest, runs/ and pytest's cache
 	rm -rf $(VENV) $(OLDEST_VENV) runs .pytest_cache
