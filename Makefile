@@ -162,10 +162,11 @@ unit: $(STAMP) ## the fast door: tests/unit only (no child process, no kernel; u
 	code=$$?; echo "dpkit: make unit took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # Unit tests, then nbval re-executes every lesson in a fresh kernel and compares the cells
-# tagged nbval-check-output with their committed outputs. The solutions run once, in
-# tests/notebooks/test_solutions.py, which checks what nbval would of them. The rooms are the
-# folders of tests/; the course room (tests/course: each exercise's stubs and wrong answers
-# refused, the nbgrader workflow) is make test-course's, which .ci/run runs after make test.
+# tagged nbval-check-output with their committed outputs. The rooms are the folders of
+# tests/; the course room (tests/course: every solution run as stored with its checks
+# passing, each exercise's stubs and tabled wrong answers refused, the nbgrader workflow) is
+# make test-course's, which .ci/run runs after make test: run it after changing a solution, a
+# check (dpkit/exercises) or a table, or a library module a solution uses.
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
 # cells, and each test file, in one worker), longest first: conftest.py orders them by the
 # seconds `make durations` stored in tests/durations.json, and --no-loadscope-reorder keeps
@@ -174,7 +175,7 @@ TEST_WORKERS ?= 2
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -p no:cacheprovider
 TEST_ROOMS := tests/unit tests/process tests/notebooks tests/repo
 
-test: $(STAMP) ## lint, exercises current, every lesson under nbval, every solution run, the unit, process, notebook and repo tests
+test: $(STAMP) ## lint, exercises current, every lesson under nbval, the unit, process, notebook and repo tests
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint && \
 	$(PY) tools/make_exercises.py --check && \
@@ -183,11 +184,11 @@ test: $(STAMP) ## lint, exercises current, every lesson under nbval, every solut
 		--ignore=tests/process/test_colab_install.py --durations=15 $(PYTEST_EXTRA); \
 	code=$$?; echo "dpkit: make test took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
-# The course room: every exercise's stubs fail its checks, every wrong answer of
-# tests/wrong_answers/ is refused with its message (a mutation test of the checks), and
-# nbgrader's workflow runs for three students over two weeks. Run it when a solution, a check
-# (dpkit/exercises) or a table changes; .ci/run runs it.
-test-course: $(STAMP) ## the exercises' checks refuse every stub and tabled wrong answer; the nbgrader course workflow
+# The course room: every solution runs as stored and passes its checks, every exercise's
+# stubs fail them, every wrong answer of tests/wrong_answers/ is refused with its message (a
+# mutation test of the checks), and nbgrader's workflow runs for three students over two
+# weeks. .ci/run runs it.
+test-course: $(STAMP) ## every solution runs and passes its checks, which refuse every stub and tabled wrong answer; the nbgrader workflow
 	@start=$$(date +%s); \
 	$(PY) -m pytest tests/course -p no:cacheprovider -v -n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder --durations=10 $(PYTEST_EXTRA); \

@@ -1,7 +1,7 @@
 """Every exercise check fails on the wrong answers of tests/wrong_answers/, saying why.
 
 Each solution notebook runs once in a live kernel (that its checks pass is
-tests/notebooks/test_solutions.py's; here a failing one fails every case); then each wrong
+tests/course/test_solutions.py's; here a failing one fails every case); then each wrong
 answer from its table takes the place of the marked answer, the cells up to its check run
 again, and the check must fail with an AssertionError whose message matches the table's.
 (make test-course, not make test: the course room is the checks' strength, a mutation test.)

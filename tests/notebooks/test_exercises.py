@@ -84,4 +84,4 @@ def test_exercises_have_the_generated_header_and_no_answers():
 
 
 # That each check cell fails on its stub is tests/course/test_stubs.py's (make test-course);
-# that it passes on its solution, tests/notebooks/test_solutions.py's.
+# that it passes on its solution, tests/course/test_solutions.py's.

@@ -1,6 +1,6 @@
 """Run a solution notebook in one live kernel, then try other answers in it.
 
-`tests/notebooks/test_solutions.py` runs each solution in it (the run nbval would make), and
+`tests/course/test_solutions.py` runs each solution in it (the run nbval would make), and
 `tests/course/test_wrong_answers.py` then tries wrong answers: executing the whole
 notebook once per wrong answer would take minutes, so the notebook runs once and each
 answer re-runs only the cells from its answer cell to its check cell. The cells an answer

@@ -1,9 +1,9 @@
 """Every solution runs as stored and passes every check (what nbval would make of solutions/).
 
-make test runs no nbval over solutions/: each solution notebook runs once here, in a live
-kernel (tests/support/answer_kernel.py), and the cells tagged nbval-check-output must print
-what is stored. The wrong answers that the same checks must refuse run in make test-course
-(tests/course/test_wrong_answers.py).
+No nbval runs over solutions/: each solution notebook runs once here, in a live kernel
+(tests/support/answer_kernel.py), and the cells tagged nbval-check-output must print what is
+stored. The wrong answers that the same checks must refuse are tried in the same kind of
+kernel by tests/course/test_wrong_answers.py. (make test-course.)
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def test_the_solution_passes_every_check(kernel):
 
 @pytest.mark.parametrize("kernel", NAMES, indirect=True, scope="module")
 def test_the_solution_runs_as_stored(kernel):
-    """What nbval --nbval-lax would check of the solution (make test runs no nbval over
-    solutions/, whose run is this one): no cell raises unless tagged so, and each cell tagged
+    """What nbval --nbval-lax would check of the solution (no nbval runs over solutions/,
+    whose run is this one): no cell raises unless tagged so, and each cell tagged
     nbval-check-output prints what is stored (make notebooks stores it)."""
     assert len(kernel.ran) == len(kernel.nb.cells)
     for index, (stored, ran) in enumerate(zip(kernel.nb.cells, kernel.ran)):
