@@ -165,7 +165,8 @@ def run_job(
     echo=print,
 ) -> Job:
     """Run two ``preempt`` workers on ``directory`` (its ``checkpoint`` folder: the handler's;
-    ``w0.npz`` and ``w1.npz``: the final weights) until they exit; return their :class:`Job`.
+    ``batches.npz``: the global batches of :func:`dpkit.tasks.digits_batches`; ``w0.npz`` and
+    ``w1.npz``: the final weights) until they exit; return their :class:`Job`.
 
     They restore the handler's latest checkpoint in ``directory`` if there is one, and train
     lesson 07's softmax regression until their step counter reaches ``steps``. Given
@@ -180,6 +181,10 @@ def run_job(
             sigterm_after, "sigterm_after", 1, f"fewer than steps={steps}", maximum=steps - 2
         )  # the handler takes one more step before it saves: one must be left after that
     victim = checks.whole(victim, "victim", 0, "0 or 1", maximum=1)
+    import numpy as np
+
+    from dpkit import tasks
+
     os.makedirs(directory, exist_ok=True)
     workers = 2
     hosts = [f"127.0.0.1:{procs.free_port()}" for _ in range(workers)]
@@ -187,7 +192,11 @@ def run_job(
     # and the handler works as off Google Cloud (see dpkit/programs/preemption.py)
     not_gcp = {"GCE_METADATA_IP": f"127.0.0.1:{procs.free_port()}"}
     names = [f"worker:{i}" for i in range(workers)]
-    arguments = ["--checkpoint_dir", os.path.join(directory, "checkpoint"), "--steps", steps]
+    x, y = tasks.digits_batches(global_batch, steps, seed)  # the same batches every run
+    data = os.path.join(directory, "batches.npz")
+    np.savez(data, x=x, y=y)
+    arguments = ["--checkpoint_dir", os.path.join(directory, "checkpoint"), "--data", data]
+    arguments += ["--steps", steps]
     arguments += ["--global_batch", global_batch, "--lr", learning_rate, "--seed", seed]
     if sigterm_after is not None:
         arguments += ["--pause_at", sigterm_after]

@@ -5,10 +5,11 @@ under ``tf.distribute.experimental.PreemptionCheckpointHandler`` (lesson 10,
 Started through :class:`dpkit.plumbing.procs.Group`, one process per worker, with ``TF_CONFIG``
 naming every worker on 127.0.0.1. Each worker trains lesson 07's softmax regression
 (:func:`dpkit.tasks.mirrored_step`, with a step counter) on its slice of global batch
-``step`` of :func:`dpkit.tasks.digits_batches`, so a run that resumes at step ``s`` takes the
-same batches from ``s`` on. The weights and the step counter are in a ``tf.train.Checkpoint``
-that the handler restores from ``--checkpoint_dir`` when it is made, and saves when any worker
-gets SIGTERM.
+``step`` of ``--data``, an ``.npz`` of ``x [steps, batch, features]`` and ``y`` that the parent
+writes from :func:`dpkit.tasks.digits_batches` (so a worker imports no scikit-learn). A run
+that resumes at step ``s`` takes the same batches from ``s`` on. The weights and the step
+counter are in a ``tf.train.Checkpoint`` that the handler restores from ``--checkpoint_dir``
+when it is made, and saves when any worker gets SIGTERM.
 
 Records: :class:`~dpkit.plumbing.contract.Restored` once the handler is made (the step it
 restored), one :class:`~dpkit.plumbing.contract.MirroredStep` per step (``step`` is the step
@@ -49,6 +50,7 @@ def main(argv: list[str]) -> int | contract.ThroughBarrier:
     )
     parser.add_argument("--checkpoint_dir", required=True)
     parser.add_argument("--out", required=True, help="where to save the final weights (.npz)")
+    parser.add_argument("--data", required=True, help=".npz of x [steps, batch, ...] and y")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--global_batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=0.5)
@@ -70,7 +72,14 @@ def main(argv: list[str]) -> int | contract.ThroughBarrier:
     import numpy as np
     import tensorflow as tf
 
-    x, y = tasks.digits_batches(args.global_batch, args.steps, args.seed)
+    with np.load(args.data) as data:
+        x, y = data["x"], data["y"]
+    if x.shape[:2] != (args.steps, args.global_batch):
+        print(
+            f"--data holds {x.shape[:2]} (steps, batch), not ({args.steps}, {args.global_batch})",
+            file=sys.stderr,
+        )
+        return contract.Exit.USAGE
     mine = slice(index * per_worker, (index + 1) * per_worker)
     x, y = x[:, mine], y[:, mine]  # this worker's slice of every global batch
 
