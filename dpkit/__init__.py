@@ -51,8 +51,8 @@ Its modules (written by tools/layout.py):
   all-reduce per step.
 * ``sharded`` (lesson 10): sharded optimizer state from scratch (ZeRO stage 1): reduce-scatter,
   shard update, all-gather.
-* ``preemption`` (no lesson imports it): training that survives a stop: BackupAndRestore for
-  fit, PreemptionCheckpointHandler across two worker processes.
+* ``preemption`` (lesson 10): training that survives a stop: BackupAndRestore for fit,
+  PreemptionCheckpointHandler across two worker processes.
 * ``views.widgets`` (views, lesson 05): the device picker, the live sweep view and the sweep
   panel.
 * ``views.scaling_panel`` (views, lesson 09): the prediction panel of lesson 09.
