@@ -7,6 +7,12 @@ when ``TF_CONFIG`` names several workers, each on its slice of every global batc
 a ``ready`` record, and then answers the stdin lines of ``contract.Command`` with records:
 ``run K`` (time K steps, answer ``{"seconds": ...}``), ``checksum`` (the sum of all weights,
 to check that the workers hold the same model) and ``quit``.
+
+For lesson 10 (``benchmarks/overlap_packs.py``): ``--bytes_per_pack B`` gives the strategy
+``CommunicationOptions(bytes_per_pack=B)`` (Keras's optimizer all-reduces with the strategy's
+options), ``--model deep_mlp --width W --layers L`` trains :func:`dpkit.overlap.deep_mlp`,
+``--exchange_only`` times the all-reduce of tensors the size of its gradients alone; a worker
+logs how many collective all-reduce ops its traced step holds.
 """
 
 from __future__ import annotations
@@ -48,10 +54,33 @@ def ready(index: int, workers: int) -> None:
     )
 
 
+def exchange_step(strategy, variables):
+    """A step that only all-reduces tensors the size of the gradients (the variables' values),
+    with the strategy's options, and returns one number that needs every result."""
+    import tensorflow as tf
+
+    def replica():
+        context = tf.distribute.get_replica_context()
+        sums = context.all_reduce("sum", [tf.identity(v) for v in variables])
+        return tf.add_n([tf.reshape(s, [-1])[0] for s in sums])
+
+    @tf.function
+    def step(x, y):
+        return strategy.run(replica)
+
+    return step
+
+
 def main(argv: list[str]) -> int:
     """One contender process; returns 0 after ``quit`` (or the end of stdin)."""
     parser = argparse.ArgumentParser(prog="python -m dpkit.programs pinned")
-    parser.add_argument("--model", default="lenet5", choices=models.INPUT_SHAPES)
+    parser.add_argument("--model", default="lenet5", choices=[*models.INPUT_SHAPES, "deep_mlp"])
+    parser.add_argument("--width", type=int, default=1024, help="deep_mlp: units per layer")
+    parser.add_argument("--layers", type=int, default=6, help="deep_mlp: hidden layers")
+    parser.add_argument("--bytes_per_pack", type=int, default=0, help="0: one pack (TF's default)")
+    parser.add_argument(
+        "--exchange_only", action="store_true", help="time the all-reduce of the gradients alone"
+    )
     parser.add_argument("--global_batch", type=int, default=256)
     parser.add_argument("--core", type=int, default=-1, help="pin to this core (-1: do not)")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads")
@@ -62,28 +91,40 @@ def main(argv: list[str]) -> int:
     import keras
     import tensorflow as tf
 
-    from dpkit import data, towers
+    from dpkit import accumulation, data, overlap, towers
 
     if workers > 1:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        options = tf.distribute.experimental.CommunicationOptions(
+            bytes_per_pack=args.bytes_per_pack
+        )
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     else:
         strategy = tf.distribute.get_strategy()  # the default: one device, no all-reduce
     per_worker = args.global_batch // workers
-    shape = models.INPUT_SHAPES[args.model]
+    deep = args.model == "deep_mlp"
+    shape = (args.width,) if deep else models.INPUT_SHAPES[args.model]
     # every process draws the same global batch and keeps its own slice of it
     x, y = next(iter(data.synthetic(shape, 10, batch_size=args.global_batch, seed=args.seed)))
     mine = slice(index * per_worker, (index + 1) * per_worker)
     x, y = x[mine], y[mine]
     keras.utils.set_random_seed(args.seed)
     with strategy.scope():
-        model = models.build(args.model, input_shape=shape)
+        if deep:
+            model = overlap.deep_mlp(args.width, args.layers)
+        else:
+            model = models.build(args.model, input_shape=shape)
         optimizer = keras.optimizers.SGD(0.01)
     # each worker's share of the loss: summing it over the workers would cost an all-reduce
     step = towers.make_mirrored_train_step(
         model, optimizer, strategy, args.global_batch, global_loss=False
     )
+    if args.exchange_only:
+        step = exchange_step(strategy, model.trainable_variables)
     for _ in range(args.warmup_steps):
         float(step(x, y))
+    if deep and workers > 1:
+        ops = accumulation.collective_ops(step, tf.constant(x), tf.constant(y))
+        print(f"collective all-reduce ops in the step: {ops}", flush=True)
     ready(index, workers)
     for line in sys.stdin:
         command, arguments = contract.Command.parse(line)
