@@ -51,7 +51,7 @@ Its modules (written by tools/layout.py):
   all-reduce per step.
 * ``sharded`` (lesson 10): sharded optimizer state from scratch (ZeRO stage 1): reduce-scatter,
   shard update, all-gather.
-* ``overlap`` (no lesson imports it): overlap and bucketing: gradients all-reduced in packs
+* ``overlap`` (lesson 10): overlap and bucketing: gradients all-reduced in packs
   (bytes_per_pack) as TensorFlow packs them, the fraction of the exchange hidden.
 * ``preemption`` (lesson 10): training that survives a stop: BackupAndRestore for fit,
   PreemptionCheckpointHandler across two worker processes.

@@ -203,9 +203,9 @@ class Measured:
         ms = lambda t: "{:6.1f} [{:6.1f} to {:6.1f}]".format(*(1e3 * v for v in t))  # noqa: E731
         rows = [f"compute alone: {ms(_spread(self.seconds['compute']))} ms per step"]
         for b in self.bytes_per_pack:
-            o = self.overlap(b)
+            o, n = self.overlap(b), self.packs[str(b)]
             line = (
-                f"bytes_per_pack {b:>10,} ({self.packs[str(b)]} packs): "
+                f"bytes_per_pack {b:>10,} ({n} pack{'s' * (n != 1)}): "
                 f"exchange alone {ms(_spread(self.seconds[f'exchange {b}']))}, "
                 f"step {ms(_spread(self.seconds[f'step {b}']))}, exposed {ms(self.exposed(b))}, "
                 f"overlap {o[0]:.2f} [{o[1]:.2f} to {o[2]:.2f}]"
