@@ -45,6 +45,9 @@ LINES = {
     contract.ContenderReady: '{"ready": "towers", "tensorflow": "2.21.0", "intra_op_threads": '
     '"default", "inter_op_threads": 2, "devices": ["/CPU:0"], "device_case": "cpu_split"}',
     contract.Round: '{"seconds": 0.8}',
+    contract.Restored: '{"restored": 4, "worker": 1}',
+    contract.Paused: '{"paused": 3}',
+    contract.Preempted: '{"preempted": 4, "code": 42}',
 }
 
 
