@@ -18,8 +18,10 @@ What TensorFlow 2.21 does, read in its source (``tensorflow/python/distribute/``
   reversal.
 * ``CollectiveReplicaLauncher.batch_all_reduce`` (``cross_device_utils.py``) concatenates
   each pack into one flat tensor and launches one collective all-reduce per pack. Inside a
-  ``tf.function`` each pack's all-reduce depends only on its own gradients, so it may start
-  while the backward pass still computes the earlier layers': that is the overlap.
+  ``tf.function`` each pack's all-reduce waits for its own gradients and, through the
+  launcher's ordering token (one resource all its collectives take, so they run in launch
+  order), for the pack before it, not for the rest of the backward pass: it may start while
+  the backward pass still computes the earlier layers'. That is the overlap.
 
 :func:`deep_mlp` is a model with several gradients of one size; :func:`make_exchange_step` is
 the custom step that passes the options itself;
