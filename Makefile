@@ -170,8 +170,11 @@ unit: $(STAMP) ## the fast door: tests/unit only (no child process, no kernel; u
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
 # cells, and each test file, in one worker), longest first: conftest.py orders them by the
 # seconds `make durations` stored in tests/durations.json, and --no-loadscope-reorder keeps
-# that order.
-TEST_WORKERS ?= 2
+# that order. Three files at a time on two cores: make test's files spent 1,492 s in 2
+# workers for 1,334 CPU-seconds (tests/durations.json, a quiet 2-core AMD EPYC), waiting on
+# clusters, sleeps and timeouts for the rest; a third file fills that wait. A file peaks at
+# up to 2.5 GB (README's memory table: lesson 05), so three want about 8 GB.
+TEST_WORKERS ?= 3
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=900 -p no:cacheprovider
 TEST_ROOMS := tests/unit tests/process tests/notebooks tests/repo
 
