@@ -189,8 +189,9 @@ test: $(STAMP) ## lint, exercises current, every lesson under nbval, the unit, p
 
 # The course room: every solution runs as stored and passes its checks, every exercise's
 # stubs fail them, every wrong answer of tests/wrong_answers/ is refused with its message (a
-# mutation test of the checks), and nbgrader's workflow runs for three students over two
-# weeks. .ci/run runs it.
+# mutation test of the checks), the checks that need devices or worker processes run with
+# right and wrong answers (ex04, ex06, ex08; the others' tests are unit tests), and nbgrader's
+# workflow runs for three students over two weeks. .ci/run runs it.
 test-course: $(STAMP) ## every solution runs and passes its checks, which refuse every stub and tabled wrong answer; the nbgrader workflow
 	@start=$$(date +%s); \
 	$(PY) -m pytest tests/course -p no:cacheprovider -v -n $(TEST_WORKERS) --dist loadfile \

@@ -1,6 +1,6 @@
 """dpkit.exercises.ex04's input-function check: a right answer passes, wrong ones fail saying
 why. (The training-step check needs three devices, so a fresh process:
-tests/process/test_exercise_checks_ex04.py.)"""
+tests/course/test_exercise_checks_ex04.py.)"""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """Exercise 06's checks 1 and 2 pass a right answer and fail wrong ones, saying why.
 
-(Check 3 needs three devices, fixed once per process: tests/process/test_exercise_checks_ex06.py.)
+(Check 3 needs three devices, fixed once per process: tests/course/test_exercise_checks_ex06.py.)
 """
 
 from __future__ import annotations

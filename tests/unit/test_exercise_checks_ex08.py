@@ -1,6 +1,6 @@
 """The checks of exercise 08 that start no process: each passes a correct answer written here
 and fails wrong ones with a message that names the mistake. Check 2b, which starts two
-worker processes, is tested in tests/process/test_exercise_checks_ex08.py; its float64
+worker processes, is tested in tests/course/test_exercise_checks_ex08.py; its float64
 reference is tested here against Keras on one device."""
 
 from __future__ import annotations
