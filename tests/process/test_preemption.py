@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpkit import checking, preemption, tasks
+from dpkit import checking, preemption
 from dpkit.plumbing import contract, procs
+from tests.support import softmax_reference
 
 STEPS, SIGTERM_AFTER, BATCH, LR = 8, 3, 32, 0.1
 
 
 def test_a_preempted_job_saves_exits_and_finishes_every_step_once(tmp_path):
-    import tensorflow as tf
-
     folder = str(tmp_path / "job")
     first = preemption.run_job(
         folder, steps=STEPS, global_batch=BATCH, learning_rate=LR,
@@ -37,18 +36,7 @@ def test_a_preempted_job_saves_exits_and_finishes_every_step_once(tmp_path):
     assert procs.live() == []
 
     # the independent reference: one device, the whole global batch, no interruption
-    x, y = tasks.digits_batches(BATCH, STEPS)
-    w0, b0 = tasks.softmax_init()
-    w, b = tf.Variable(w0), tf.Variable(b0)
-    losses = []
-    for i in range(STEPS):
-        with tf.GradientTape() as tape:
-            logits = tf.matmul(x[i], w) + b
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y[i], logits))
-        gw, gb = tape.gradient(loss, [w, b])
-        w.assign_sub(LR * gw)
-        b.assign_sub(LR * gb)
-        losses.append(float(loss))
+    w, b, losses = softmax_reference.one_device_sgd(BATCH, STEPS, LR)
     for i in range(2):
         check = checking.agree(second.weights(i), [w, b], what=f"worker {i}'s final weights")
         assert check, check

@@ -16,7 +16,7 @@ import pytest
 
 from dpkit import checking, tasks
 from dpkit.plumbing import contract, procs
-from tests.support import childproc, machine
+from tests.support import childproc, machine, softmax_reference
 
 
 def _mwms_group(tmp_path, steps, global_batch, lr, workers=2, **kwargs):
@@ -33,26 +33,13 @@ def _mwms_group(tmp_path, steps, global_batch, lr, workers=2, **kwargs):
 
 
 def test_mwms_workers_match_one_device_on_the_whole_batch(tmp_path):
-    import tensorflow as tf
-
     steps, batch, lr = 6, 32, 0.2
     logs = []
     with _mwms_group(tmp_path, steps, batch, lr, echo=logs.append) as group:
         assert group.wait() == {"worker:0": 0, "worker:1": 0}
     assert any(line.startswith("[worker:1] joined the collective") for line in logs)
     # the independent reference: one device, the whole global batch, plain TensorFlow
-    x, y = tasks.digits_batches(batch, steps)
-    w0, b0 = tasks.softmax_init()
-    w, b = tf.Variable(w0), tf.Variable(b0)
-    losses = []
-    for i in range(steps):
-        with tf.GradientTape() as tape:
-            logits = tf.matmul(x[i], w) + b
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y[i], logits))
-        gw, gb = tape.gradient(loss, [w, b])
-        w.assign_sub(lr * gw)
-        b.assign_sub(lr * gb)
-        losses.append(float(loss))
+    w, b, losses = softmax_reference.one_device_sgd(batch, steps, lr)
     for i in range(2):
         saved = np.load(tmp_path / f"w{i}.npz")
         check = checking.agree([saved["w"], saved["b"]], [w, b], what=f"worker {i}'s weights")
