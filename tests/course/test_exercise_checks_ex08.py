@@ -110,7 +110,7 @@ def test_two_workers_rehearse_then_run_two_processes():
         setup = devices.setup(3)
         from dpkit.exercises import ex08, workers
         from dpkit.plumbing import procs
-        from tests.process import test_exercise_checks_ex08 as answers
+        from tests.course import test_exercise_checks_ex08 as answers
 
         started, real = [], workers._two_processes
         def counted(*args):
