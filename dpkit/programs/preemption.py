@@ -32,13 +32,12 @@ and ``run`` only calls the step), so the parent points ``GCE_METADATA_IP`` at a 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import time
 
 from dpkit import tasks
-from dpkit.plumbing import checks, contract, procs
+from dpkit.plumbing import contract, procs
+from dpkit.programs.workers import worker_share
 
 
 def main(argv: list[str]) -> int | contract.ThroughBarrier:
@@ -57,15 +56,8 @@ def main(argv: list[str]) -> int | contract.ThroughBarrier:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pause_at", type=int, default=-1, help="wait for 'run' after this step")
     args = parser.parse_args(argv)
-    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    if "task" not in config:
-        print("the preempt program needs TF_CONFIG with a cluster and a task", file=sys.stderr)
-        return contract.Exit.USAGE
-    workers, index = len(config["cluster"]["worker"]), config["task"]["index"]
     try:
-        per_worker = checks.divides(
-            args.global_batch, workers, f"--global_batch {args.global_batch}", "over the workers"
-        )
+        workers, index, per_worker = worker_share("preempt", args.global_batch)
     except ValueError as error:
         print(error, file=sys.stderr)
         return contract.Exit.USAGE

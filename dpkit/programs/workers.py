@@ -120,6 +120,17 @@ def batches(x, y, batch: int, seed: int):
 # ----------------------------------------------------------------------------- the programs
 
 
+def worker_share(program: str, global_batch: int) -> tuple[int, int, int]:
+    """(workers, this worker's index, its examples per global batch) from ``TF_CONFIG``;
+    ValueError, saying what is wrong, when it names no task or the batch does not split."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    if "task" not in config:
+        raise ValueError(f"the {program} program needs TF_CONFIG with a cluster and a task")
+    workers, index = len(config["cluster"]["worker"]), config["task"]["index"]
+    what = f"--global_batch {global_batch}"
+    return workers, index, checks.divides(global_batch, workers, what, f"over {workers} workers")
+
+
 def mwms_main(argv: list[str]) -> int | contract.ThroughBarrier:
     """``mwms --out FILE [--steps --global_batch --lr --seed]``, with ``TF_CONFIG`` set.
 
@@ -136,16 +147,9 @@ def mwms_main(argv: list[str]) -> int | contract.ThroughBarrier:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="where to save the final weights (.npz)")
     args = parser.parse_args(argv)
-    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    if "task" not in config:
-        print("the mwms program needs TF_CONFIG with a cluster and a task", file=sys.stderr)
-        return contract.Exit.USAGE
-    workers, index = len(config["cluster"]["worker"]), config["task"]["index"]
     batch = args.global_batch
     try:
-        per_worker = checks.divides(
-            batch, workers, f"--global_batch {batch}", f"over {workers} workers"
-        )
+        workers, index, per_worker = worker_share("mwms", batch)
     except ValueError as error:
         print(error, file=sys.stderr)
         return contract.Exit.USAGE
