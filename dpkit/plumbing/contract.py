@@ -71,8 +71,8 @@ class Exit(enum.IntEnum):
     USAGE = 2  #: bad flags or values (argparse's own code), nothing was started
     ORPHANED = 3  #: the parent died (``procs.watch_parent``)
     DIVERGED = 4  #: ``throughput``: the loss stopped being finite
-    PREEMPTED = 42  #: ``preempt``: a checkpoint was saved, start the job again (TF's exit_fn)
     PORT_TAKEN = 5  #: ``server``: its port was taken (the parent picks new ports)
+    PREEMPTED = 42  #: ``preempt``: a checkpoint was saved, start the job again (TF's exit_fn)
     INTERRUPTED = 130  #: Ctrl-C (128 + SIGINT)
 
 
