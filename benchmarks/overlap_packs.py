@@ -36,6 +36,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import results_file  # noqa: E402
 
 OPS_LINE = "collective all-reduce ops in the step: "
 
@@ -138,11 +139,9 @@ def main(argv=None) -> int:
     )
     print()
     print(result.table())
-    out = args.out or os.path.join("benchmarks", "results", "overlap_packs.json")
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out + ".tmp", "w") as f:
-        json.dump(result.as_dict(), f, indent=1)
-    os.replace(out + ".tmp", out)
+    out = results_file.write(
+        args.out or os.path.join("benchmarks", "results", "overlap_packs.json"), result.as_dict()
+    )
     print(f"wrote {out}")
     agree = all(n == packs[k.split()[1]] for k, n in result.collective_ops.items())
     print(f"every step's all-reduce ops = the packs counted from the gradients' sizes: {agree}")

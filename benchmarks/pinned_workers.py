@@ -19,12 +19,11 @@ ranges and whether the pinned workers reach the target (1.7x with 2 workers: 85%
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import results_file  # noqa: E402
 
 TARGET_EFFICIENCY = 0.85
 
@@ -66,13 +65,10 @@ def main(argv=None) -> int:
     )
     same = len(set(result.checksums[name])) == 1
     print(f"every worker holds the same weights after the run: {same}")
-    out = args.out or os.path.join(
-        "runs", "bench", f"pinned_workers-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = results_file.write(
+        args.out or results_file.default_path("pinned_workers"),
+        {**result.as_dict(), "target": target, "met": verdict == "met"},
     )
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out + ".tmp", "w") as f:
-        json.dump({**result.as_dict(), "target": target, "met": verdict == "met"}, f, indent=1)
-    os.replace(out + ".tmp", out)
     print(f"wrote {out}")
     return 0 if same else 1
 

@@ -15,12 +15,11 @@ runs/bench/.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks import results_file  # noqa: E402
 
 TARGET = 0.25  # relative error of the predicted rate
 
@@ -84,13 +83,10 @@ def main(argv=None) -> int:
         )
     met = sum(t["met"] for t in trials)
     print(f"\n{met} of {len(trials)} trials within {TARGET:.0%} (target: every trial)")
-    out = args.out or os.path.join(
-        "runs", "bench", f"predict_pinned-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = results_file.write(
+        args.out or results_file.default_path("predict_pinned"),
+        {"model": args.model, "batch": args.batch, "trials": trials},
     )
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out + ".tmp", "w") as f:
-        json.dump({"model": args.model, "batch": args.batch, "trials": trials}, f, indent=1)
-    os.replace(out + ".tmp", out)
     print(f"wrote {out}")
     return 0 if met == len(trials) else 1
 

@@ -30,16 +30,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import platform
 import queue
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # dpkit, when run from a checkout
+from benchmarks import results_file  # noqa: E402
 
 #: contender -> the contender program's --strategy
 CONTENDERS = {
@@ -222,24 +221,17 @@ def main(argv=None) -> int:
             )
     print("\n".join(lines), flush=True)
 
-    out = args.out or os.path.join(
-        "runs", "bench", f"towers_vs_mirrored-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = results_file.write(
+        args.out or results_file.default_path("towers_vs_mirrored"),
+        {
+            "machine": machine,
+            "args": vars(args),
+            "examples_per_sec": {label[k]: v for k, v in rate.items()},
+            "seconds": {label[k]: v for k, v in seconds.items()},
+            "targets": verdicts,
+            "not_measured": {label[k]: why for k, why in failed.items()},
+        },
     )
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out + ".tmp", "w") as f:
-        json.dump(
-            {
-                "machine": machine,
-                "args": vars(args),
-                "examples_per_sec": {label[k]: v for k, v in rate.items()},
-                "seconds": {label[k]: v for k, v in seconds.items()},
-                "targets": verdicts,
-                "not_measured": {label[k]: why for k, why in failed.items()},
-            },
-            f,
-            indent=1,
-        )
-    os.replace(out + ".tmp", out)
     print(f"\nwrote {out}")
     return 0
 
