@@ -1,6 +1,10 @@
-"""dpkit.views.widgets with real sweeps: the text fallback's progress and table, and the panel
-and live_sweep in a kernel driven the way JupyterLab drives it (rendered, run, updated in
-place, Stop kills the child). Without a kernel: tests/unit/test_widgets.py."""
+"""dpkit.views.widgets driving child processes: the text fallback's progress and table, and the
+panel and live_sweep in a kernel driven the way JupyterLab drives it (rendered, run, updated
+in place, Stop kills the child). Without a kernel: tests/unit/test_widgets.py.
+
+The text fallback and the panel run the stand-in throughput child
+(tests/support/standin_throughput.py: the same records, no TensorFlow), since what is under
+test is the view; live_sweep runs the real program, so one widget test still trains."""
 
 import re
 
@@ -8,7 +12,7 @@ import pytest
 
 from dpkit.plumbing import contract, procs
 from dpkit.views import widgets
-from tests.support import machine
+from tests.support import machine, standin_throughput
 from tests.support.kernel_driver import Frontend
 
 TINY = dict(model="mnist_mlp", batch=64, warmup_steps=1, window_steps=2, windows=3, timeout=120)
@@ -16,6 +20,7 @@ TINY = dict(model="mnist_mlp", batch=64, warmup_steps=1, window_steps=2, windows
 
 def test_text_fallback_prints_progress_and_the_table(monkeypatch, capsys):
     monkeypatch.setenv(contract.WIDGETS, "text")
+    monkeypatch.setattr(procs, "program_argv", standin_throughput.program_argv)
     report = widgets.live_sweep([1, 2], measure_peak=False, **TINY)
     out = capsys.readouterr().out
     assert [r.num_devices for r in report.results] == [1, 2]
@@ -39,7 +44,10 @@ def _status_texts(status):
 def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
     f = frontend
     f.execute(
+        "from dpkit.plumbing import procs\n"
         "from dpkit.views import widgets\n"
+        "from tests.support import standin_throughput\n"
+        "procs.program_argv = standin_throughput.program_argv\n"
         f"panel = widgets.SweepPanel(max_devices=1, **{TINY!r})\n"
         "panel.show()"
     )
@@ -68,7 +76,7 @@ def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
     assert len([u for u in image.updates if "value" in u]) >= 3
     assert image.state["value"][:8] == b"\x89PNG\r\n\x1a\n"
     assert run.state["disabled"] is False and stop.state["disabled"] is True
-    # The children really set up what the picker said.
+    # The children were given the counts the picker said.
     out = f.execute("print([r.num_devices for r in panel.report.results])")
     assert out[-1]["text"].strip() == "[1, 2]"
 
