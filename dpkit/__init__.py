@@ -37,6 +37,8 @@ Its modules (written by tools/layout.py):
   server traffic, overlap.
 * ``cards`` (lesson 05): model and hardware cards.
 * ``published`` (lesson 05): published figures and one fit per setup.
+* ``published_tables`` (no lesson imports it): the published throughput tables with their
+  settings, and each collection's split.
 * ``calibrate`` (lesson 09): this machine's all-reduce, measured.
 * ``diagrams`` (lesson 00): pictures of devices, towers and clusters.
 * ``params`` (lesson 00): a lesson's parameters checked at once, before TensorFlow fails

@@ -110,6 +110,8 @@ def model_card(name: str) -> ModelCard:
 
 #: NVIDIA Tesla P100 (SXM2) fp32 peak, from NVIDIA's P100 data sheet
 P100_PEAK_FLOPS = 10.6e12
+#: NVIDIA Tesla V100 (SXM2) fp32 peak, from NVIDIA's V100 data sheet
+V100_PEAK_FLOPS = 15.7e12
 #: one GK210 (half a Tesla K80 board, what a cloud "K80 GPU" is) fp32 peak at boost clock
 K80_PEAK_FLOPS = 4.37e12
 
@@ -158,6 +160,17 @@ HARDWARE = {
         intra=Link(10e-6, 6e9),
         inter=Link(50e-6, gbit(25)),
         source="AWS p2.16xlarge: 16 K80 GPUs, 25 Gbit/s Ethernet",
+    ),
+    "v100_ib100": Hardware(
+        "V100 servers (8x V100 SXM2, NVLink 2) over 100 Gbit/s EDR InfiniBand",
+        device_flops_per_s=0.5 * V100_PEAK_FLOPS,
+        devices_per_node=8,
+        intra=Link(5e-6, 25e9),  # NVLink 2: 25 GB/s per link and direction (300 GB/s: 6 links x 2)
+        inter=Link(5e-6, gbit(100)),  # one ConnectX-4 EDR adapter per server: 4 lanes, 100 Gbit/s
+        host=Link(5e-6, 8e9),  # PCIe 3.0 x16, shared by two GPUs per switch (as the DGX-1)
+        source="NVIDIA Tesla V100 data sheet (15.7 TFLOP/s fp32 SXM2, NVLink 300 GB/s), ConnectX-4 "
+        "user manual (EDR InfiniBand, 100 Gbit/s); DLPerf's servers (Oneflow-Inc/DLPerf, reports/"
+        "dlperf_benchmark_test_report_v1.md); achievable rate: half the peak",
     ),
     "bigbasin_50gbe": Hardware(
         "Big Basin (8x P100, NVLink) over 50 Gbit/s Ethernet",

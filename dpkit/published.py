@@ -14,6 +14,11 @@ the lesson uses them to show what a fit on them can and cannot tell apart, and s
 Goyal et al.'s one figure (90% from 8 to 256 GPUs) is not a row: predicting it needs a
 one-GPU rate and an overlap the paper does not publish.
 
+A second collection, DLPerf's nine ResNet-50 tables on V100 servers over InfiniBand
+(:mod:`dpkit.published_tables`, :data:`NEW_SETUPS`), came after the lesson's split had been
+scored; it has its own split into a set scored first and a final test set aside
+(``compare("second")``, ``compare("final")``) and stays out of the lesson's table.
+
 Sources (figures as published; efficiencies are computed from the throughput tables, all
 synthetic ImageNet data, so the input pipeline is out of the picture):
 
@@ -45,6 +50,19 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpkit import cards, scaling
+from dpkit.published_tables import (  # noqa: F401  (the tables, read as published.TF_DGX1 ...)
+    DLPERF,
+    DLPERF_BATCH,
+    FINAL_SET,
+    SECOND_SET,
+    SERVERS_AT_64,
+    TF_AWS_K80,
+    TF_DGX1,
+    TF_DGX1_B32,
+    TF_GCE_K80,
+    TF_K80_CLUSTER,
+    TF_K80_CLUSTER_B32,
+)
 
 #: fit rows per series: the smallest device counts above the base (the rest are held out)
 FIT_COUNTS = 2
@@ -132,46 +150,36 @@ SETUPS = {
         note="one ring over every GPU (NCCL 2), 25 Gbit/s as sold; fit rows only",
     ),
 }
+#: DLPerf's setups (:mod:`dpkit.published_tables`), apart from :data:`SETUPS` so the lesson's
+#: table stays the one its split was fixed on: NCCL rings over every GPU, fitted as clusters
+#: of the card ``v100_ib100``
+NEW_SETUPS = {
+    key: Setup(f"DLPerf, {short}", "v100_ib100", fitted=CLUSTER, note=name)
+    for key, (name, _, _) in DLPERF.items()
+    for short in [name.split(" (")[0].split(",")[0]]
+}
 
-# images/s, synthetic data (tensorflow/docs site/en/r1/guide/performance/benchmarks.md)
-TF_DGX1 = {  # batch 64 per GPU (AlexNet 512)
-    "inception_v3": {1: 142, 2: 284, 4: 569, 8: 1131},
-    "resnet50": {1: 219, 2: 422, 4: 852, 8: 1734},
-    "resnet152": {1: 91.8, 2: 181, 4: 356, 8: 716},
-    "alexnet": {1: 2987, 2: 5658, 4: 10509, 8: 17822},
-    "vgg16": {1: 154, 2: 295, 4: 584, 8: 1081},
-}
-TF_DGX1_B32 = {  # DGX-1 "Other Results": batch 32 per GPU
-    "inception_v3": {1: 128, 2: 259, 4: 520, 8: 995},
-    "resnet50": {1: 195, 2: 368, 4: 768, 8: 1485},
-    "resnet152": {1: 82.7, 2: 160, 4: 317, 8: 632},
-    "vgg16": {1: 144, 2: 281, 4: 549, 8: 820},
-}
-TF_GCE_K80 = {  # GCE n1-standard-32-k80x8; batch 64, 64, 32, 512, 32
-    "inception_v3": {1: 30.5, 2: 57.8, 4: 116, 8: 227},
-    "resnet50": {1: 51.9, 2: 99.0, 4: 195, 8: 387},
-    "resnet152": {1: 20.0, 2: 38.2, 4: 75.8, 8: 148},
-    "alexnet": {1: 656, 2: 1209, 4: 2328, 8: 4640},
-    "vgg16": {1: 35.4, 2: 64.8, 4: 120, 8: 234},
-}
-TF_AWS_K80 = {  # one AWS p2.8xlarge; batch 64, 64, 32, 512, 32
-    "inception_v3": {1: 30.8, 2: 58.7, 4: 117, 8: 230},
-    "resnet50": {1: 51.5, 2: 98.0, 4: 195, 8: 384},
-    "resnet152": {1: 19.7, 2: 37.6, 4: 74.9, 8: 149},
-    "alexnet": {1: 684, 2: 1244, 4: 2479, 8: 4853},
-    "vgg16": {1: 36.3, 2: 69.4, 4: 141, 8: 260},
-}
-TF_K80_CLUSTER = {  # up to 8 p2.8xlarge (8 GPUs each); batch 64, 64, 32
-    "inception_v3": {1: 29.7, 8: 229, 16: 459, 32: 902, 64: 1783},
-    "resnet50": {1: 52.4, 8: 378, 16: 751, 32: 1388, 64: 2744},
-    "resnet152": {1: 19.4, 8: 146, 16: 291, 32: 565, 64: 981},
-}
-TF_K80_CLUSTER_B32 = {  # the cluster's "Other Results": batch 32 per GPU
-    "inception_v3": {1: 29.2, 8: 219, 16: 427, 32: 820, 64: 1608},
-    "resnet50": {1: 48.4, 8: 333, 16: 667, 32: 1180, 64: 2315},
-}
-#: parameter servers at 64 GPUs (8 machines) where the page names fewer than machines
-SERVERS_AT_64 = {"inception_v3": 6, "resnet152": 4}
+
+def setup_of(key: str) -> Setup:
+    """The setup called ``key``, the lesson's (:data:`SETUPS`) or DLPerf's (:data:`NEW_SETUPS`)."""
+    if key in SETUPS:
+        return SETUPS[key]
+    if key in NEW_SETUPS:
+        return NEW_SETUPS[key]
+    raise ValueError(f"no setup {key!r}; choose from {', '.join([*SETUPS, *NEW_SETUPS])}.")
+
+
+def new_rows(which: str) -> list[Row]:
+    """DLPerf's rows of ``which``: "second" (:data:`SECOND_SET`, scored first) or "final"
+    (:data:`FINAL_SET`, the test set aside), fit rows marked as :func:`rows` marks them."""
+    keys = {"second": SECOND_SET, "final": FINAL_SET}.get(which)
+    if keys is None:
+        raise ValueError(f"which={which!r}: use 'second' or 'final'.")
+    out = []
+    for key in keys:
+        kw = {"per_device_batch": DLPERF_BATCH, "algorithm": "ring"}
+        out += _from_rates("dlperf", key, "resnet50", DLPERF[key][2], **kw)
+    return out
 
 
 def rows() -> list[Row]:
@@ -319,7 +327,7 @@ def predictions(setup_key: str, rows_: list[Row]) -> tuple[list[dict], np.ndarra
     """Every point of the setup's :func:`grid` and the efficiency it predicts for each row
     (shape: rows x points): as :func:`predict_row`, with overlap and fixed cost applied to
     all their values at once (:func:`dpkit.scaling.step_seconds`)."""
-    setup = SETUPS[setup_key]
+    setup = setup_of(setup_key)
     values = grid(setup)
     links = [n for n in values if n not in ("overlap", "fixed")]
     overlap = np.array(values.get("overlap", [0.0]))[:, None]
@@ -437,18 +445,19 @@ class Comparison:
         for r, p, (lo, hi), e in zip(self.rows, self.predicted, self.band, self.errors()):
             span = f"{r.base}->{r.devices}"
             lines.append(
-                f"{SETUPS[r.setup].name[:22]:22} {cards.DISPLAY[r.model]:13} {span:>7} "
+                f"{setup_of(r.setup).name[:22]:22} {cards.DISPLAY[r.model]:13} {span:>7} "
                 f"{r.efficiency:>9.1%} {p:>6.1%} {lo:>5.0%}-{hi:<5.0%} {e:>+6.1f}  "
                 f"{'fit' if r.fit else 'held out'}"
             )
         return "\n".join(lines)
 
 
-def compare() -> Comparison:
-    """Fit each setup on its fit rows, then predict every row, with its band."""
-    all_rows = rows()
+def compare(which: str = "lesson") -> Comparison:
+    """Fit each setup on its fit rows, then predict every row, with its band: the lesson's
+    rows (:func:`rows`) or DLPerf's "second" or "final" set (:func:`new_rows`)."""
+    all_rows = rows() if which == "lesson" else new_rows(which)
     predicted, band, fits = [0.0] * len(all_rows), [(0.0, 0.0)] * len(all_rows), {}
-    for key in SETUPS:
+    for key in dict.fromkeys(r.setup for r in all_rows):
         index = [i for i, r in enumerate(all_rows) if r.setup == key]
         fits[key], best, low_high = fit_setup(key, [all_rows[i] for i in index])
         for j, i in enumerate(index):

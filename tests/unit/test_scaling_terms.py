@@ -166,3 +166,32 @@ def test_the_band_holds_the_best_fit_and_the_scores_are_on_held_out_rows(compari
     assert comparison.scores()["linear"][0] == pytest.approx(linear, rel=1e-12)
     for f in comparison.fits.values():
         assert f.best in f.consistent
+
+
+# ------------------------------------------------- DLPerf's tables: a second set and a final one
+
+
+def test_dlperf_rows_are_the_tables_split_into_two_sets():
+    second, final = published.new_rows("second"), published.new_rows("final")
+    assert {r.setup for r in second}.isdisjoint({r.setup for r in final})
+    assert sum(not r.fit for r in second) == 3 + 3 + 3 + 3 + 1  # 8-32 GPUs x 4, OneFlow's 32
+    assert sum(not r.fit for r in final) == 3 + 2 + 2 + 2  # 8-32 GPUs; 16 and 32 three times
+    for rows in (second, final):
+        for key in {r.setup for r in rows}:
+            counts = sorted(r.devices for r in rows if r.setup == key)
+            assert [r.devices for r in rows if r.setup == key and r.fit] == counts[:2], key
+    found = {(r.setup, r.devices): r for r in second + final}
+    tf2 = found["dlperf_tf2", 32]  # 9418.44 images/s on 32 GPUs against 321.8 on one
+    assert tf2.efficiency == approx(9418.44 / 32 / 321.8) and not tf2.fit
+    assert tf2.per_device_batch == 128 and tf2.algorithm == "ring"
+    assert found["dlperf_oneflow", 16].fit  # its counts are 8, 16, 32
+    assert not {r.setup for r in published.rows()} & set(published.NEW_SETUPS)
+    with pytest.raises(ValueError, match="second"):
+        published.new_rows("lesson")
+
+
+def test_the_v100_card_bounds_the_dlperf_fits():
+    values = published.grid(published.NEW_SETUPS["dlperf_tf2"])
+    assert max(values["inter_bw"]) == approx(100e9 / 8)  # EDR InfiniBand, 100 Gbit/s
+    assert max(values["intra_bw"]) == approx(25e9)  # one NVLink 2 link, one direction
+    assert min(values["inter_lat"]) == approx(5e-6)
