@@ -162,11 +162,9 @@ NEW_SETUPS = {
 
 def setup_of(key: str) -> Setup:
     """The setup called ``key``, the lesson's (:data:`SETUPS`) or DLPerf's (:data:`NEW_SETUPS`)."""
-    if key in SETUPS:
-        return SETUPS[key]
-    if key in NEW_SETUPS:
-        return NEW_SETUPS[key]
-    raise ValueError(f"no setup {key!r}; choose from {', '.join([*SETUPS, *NEW_SETUPS])}.")
+    if key not in (known := SETUPS | NEW_SETUPS):
+        raise ValueError(f"no setup {key!r}; choose from {', '.join(known)}.")
+    return known[key]
 
 
 def new_rows(which: str) -> list[Row]:
@@ -362,14 +360,41 @@ class Fit:
     rms: float  # the best point's RMS error over the fit rows
 
 
-def fit_setup(setup_key: str, rows_: list[Row]) -> tuple[Fit, np.ndarray, np.ndarray]:
+def departure(setup: Setup, point: dict) -> int:
+    """How far ``point`` sits from the hardware card, in steps of the setup's :func:`grid`
+    (the card's own value is a grid value of every parameter: :func:`card_value`)."""
+    values, steps = grid(setup), 0
+    for name, value in point.items():
+        tried = np.array(values[name], dtype=float)
+        at, card = (int(np.argmin(abs(tried - v))) for v in (value, card_value(setup, name)))
+        steps += abs(at - card)
+    return steps
+
+
+#: how a fit chooses among grid points that fit its rows equally well (within :data:`TIE`):
+#: "first", the grid's first; "card", the one nearest the card (:func:`departure`): a
+#: parameter the fit rows cannot see (the network, when every fit row is inside one server)
+#: keeps the hardware's value instead of whichever value the grid lists first
+TIES = ("first", "card")
+TIE = 1e-12
+
+
+def fit_setup(
+    setup_key: str, rows_: list[Row], ties: str = "first"
+) -> tuple[Fit, np.ndarray, np.ndarray]:
     """Fit on the rows marked ``fit``; returns the fit and, for every row, the best point's
-    prediction and the (low, high) band of the consistent points (shape: rows x 2)."""
+    prediction and the (low, high) band of the consistent points (shape: rows x 2). ``ties``
+    chooses among equally good points (:data:`TIES`)."""
+    if ties not in TIES:
+        raise ValueError(f"ties={ties!r}: use one of {', '.join(TIES)}.")
     points, table = predictions(setup_key, rows_)
     used = np.array([r.fit for r in rows_])
     published = np.array([r.efficiency for r in rows_])
     rms = np.sqrt(np.mean((table[used] - published[used, None]) ** 2, axis=0))
     best = int(np.argmin(rms))
+    if ties == "card":
+        tied = np.flatnonzero(rms <= rms[best] + TIE)
+        best = int(min(tied, key=lambda i: departure(setup_of(setup_key), points[i])))
     ok = np.flatnonzero(rms <= rms[best] + TOLERANCE)
     band = np.stack([table[:, ok].min(axis=1), table[:, ok].max(axis=1)], axis=1)
     fitted = Fit(points[best], [points[i] for i in ok], float(rms[best]))
@@ -452,14 +477,15 @@ class Comparison:
         return "\n".join(lines)
 
 
-def compare(which: str = "lesson") -> Comparison:
+def compare(which: str = "lesson", ties: str = "first") -> Comparison:
     """Fit each setup on its fit rows, then predict every row, with its band: the lesson's
-    rows (:func:`rows`) or DLPerf's "second" or "final" set (:func:`new_rows`)."""
+    rows (:func:`rows`) or DLPerf's "second" or "final" set (:func:`new_rows`); ``ties`` as
+    :func:`fit_setup`'s."""
     all_rows = rows() if which == "lesson" else new_rows(which)
     predicted, band, fits = [0.0] * len(all_rows), [(0.0, 0.0)] * len(all_rows), {}
     for key in dict.fromkeys(r.setup for r in all_rows):
         index = [i for i, r in enumerate(all_rows) if r.setup == key]
-        fits[key], best, low_high = fit_setup(key, [all_rows[i] for i in index])
+        fits[key], best, low_high = fit_setup(key, [all_rows[i] for i in index], ties)
         for j, i in enumerate(index):
             predicted[i], band[i] = float(best[j]), tuple(map(float, low_high[j]))
     return Comparison(all_rows, predicted, band, fits)

@@ -4,6 +4,7 @@ hand-computed cases, and dpkit.published's grid, bands and baselines against the
 bounds and hand-worked examples. Expected numbers are written as the arithmetic that gives
 them, never computed by the code under test."""
 
+import functools
 import math
 
 import numpy as np
@@ -195,3 +196,35 @@ def test_the_v100_card_bounds_the_dlperf_fits():
     assert max(values["inter_bw"]) == approx(100e9 / 8)  # EDR InfiniBand, 100 Gbit/s
     assert max(values["intra_bw"]) == approx(25e9)  # one NVLink 2 link, one direction
     assert min(values["inter_lat"]) == approx(5e-6)
+
+
+# ------------------------------------------------------- ties broken toward the hardware card
+
+
+def test_departure_counts_grid_steps_from_the_card():
+    setup = published.NEW_SETUPS["dlperf_tf2"]
+    link = 100e9 / 8  # the card's EDR link; the grid tries 1/8, 1/4, 1/2, 1 of it
+    point = {"intra_bw": 25e9, "inter_bw": link / 4, "inter_lat": 5e-5, "net_total": 8 * link}
+    point |= {"overlap": 0.5, "fixed": 3e-3}
+    # 0 + (1/4 is 2 steps below 1) + (10x the card's 5 us: 1 step) + 0 + (0.5 is 2 steps below
+    # 1) + (3 ms is 2 steps above 0)
+    assert published.departure(setup, point) == 0 + 2 + 1 + 0 + 2 + 2
+    card = {"intra_bw": 25e9, "inter_bw": link, "inter_lat": 5e-6, "net_total": 8 * link}
+    assert published.departure(setup, card | {"overlap": 1.0, "fixed": 0.0}) == 0
+
+
+def test_what_the_fit_rows_cannot_see_keeps_the_card():
+    """Made-up rows (not DLPerf's): both fit rows inside one 8-GPU server, so no network
+    parameter changes the fit; the grid's first point takes 1/8 of the card's link."""
+    made = functools.partial(published.Row, "made up", "dlperf_tf2", "resnet50")
+    made = functools.partial(made, per_device_batch=128, one_device_examples_per_s=300.0)
+    rows = [made(2, 0.95, fit=True), made(4, 0.93, fit=True), made(32, 0.9)]
+    first, _, _ = published.fit_setup("dlperf_tf2", rows, ties="first")
+    card, _, _ = published.fit_setup("dlperf_tf2", rows, ties="card")
+    link = 100e9 / 8
+    assert first.best["inter_bw"] == approx(link / 8) and first.best["net_total"] == approx(link)
+    assert card.best["inter_bw"] == approx(link) and card.best["net_total"] == approx(8 * link)
+    assert card.best["inter_lat"] == approx(5e-6)
+    assert card.rms == approx(first.rms)  # the same fit to the fit rows
+    with pytest.raises(ValueError, match="ties"):
+        published.fit_setup("dlperf_tf2", rows, ties="nearest")
