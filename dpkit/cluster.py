@@ -30,7 +30,7 @@ import time
 import warnings
 
 from dpkit import in_process
-from dpkit.plumbing import checks, contract, procs
+from dpkit.plumbing import checks, contract, procs, quota
 
 MODES = ("process", "in_process")
 
@@ -60,6 +60,27 @@ _warned = False
 # start() calls free_port through this module, so a test can hand out a taken port.
 free_port = procs.free_port
 port_answers = procs.port_answers
+
+
+def workers_that_fit(limits: quota.Quota | None = None) -> tuple[int, str]:
+    """How many worker processes with all of TensorFlow fit in memory beside this kernel
+    (lesson 07's ``MultiWorkerMirroredStrategy`` workers), and one line saying so.
+
+    ``limits`` defaults to :func:`plumbing.quota.read` (a container's limit, the machine, or
+    ``DPKIT_MEMORY_LIMIT``); the sizes are ``plumbing.quota``'s, measured here. At most
+    ``MAX_TASKS - 2`` (room for the sharding example's two ps), at least 2 (the
+    lesson kills one worker and goes on with the other), with a warning if 2 may not fit.
+    """
+    limits = quota.read() if limits is None else limits
+    fit = MAX_TASKS - 2
+    while fit > 2 and not quota.fits(fit, limits.memory):
+        fit -= 1
+    if limits.memory is None:
+        return fit, f"memory unknown: up to {fit} worker processes"
+    need = f"about {quota.need(fit) / 2**30:.1f} GiB with the kernel"
+    if not quota.fits(fit, limits.memory):
+        need += ": more than there is, so the lesson may run out of memory"
+    return fit, f"{limits.describe_memory()}: up to {fit} worker processes ({need})"
 
 
 class ClusterNotReadyError(RuntimeError):

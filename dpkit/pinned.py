@@ -18,7 +18,9 @@ training on the whole batch.
 Every contender is started first and warmed up; then the measurement goes in rounds: each
 round asks every contender in turn for one window of ``window_steps`` steps while the
 others wait idle on their stdin. Ratios are taken per round (under the same load on the
-machine) and summarised by their median and range.
+machine) and summarised by their median and range. That holds ``workers + 2`` TensorFlow
+processes in memory at once; where they would not fit (:func:`schedule`, e.g. a 2 GB Binder
+pod) ``compare(at_once=False)`` runs the contenders one after the other instead.
 
 Where the system cannot pin (macOS has no ``sched_setaffinity``) the workers run unpinned.
 """
@@ -69,6 +71,36 @@ def contender_names(workers: int) -> list[str]:
     return [BASELINE, f"1 process, {workers} threads", f"{workers} pinned workers"]
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """How :func:`compare` runs its contenders: all at once, or one at a time, and why."""
+
+    at_once: bool
+    reason: str  # one line for the lesson to print
+
+
+def schedule(workers: int, limits: quota.Quota | None = None) -> Schedule:
+    """Whether the three contenders for ``workers`` cores fit in memory at once.
+
+    All at once (``workers + 2`` TensorFlow processes beside the kernel) lets each round
+    compare the contenders back to back. Where the memory this process may use
+    (``limits``, default :func:`plumbing.quota.read`: a container's limit, the machine, or
+    ``DPKIT_MEMORY_LIMIT``) is too small for that by ``plumbing.quota.fits`` (a 2 GB Binder
+    pod), they run one after the other: at most ``workers`` processes at a time.
+    """
+    limits = quota.read() if limits is None else limits
+    processes = workers + 2
+    if limits.memory is None:
+        return Schedule(True, f"memory unknown: the {processes} contender processes run at once")
+    have = limits.describe_memory()
+    need = quota.need(processes) / 2**30
+    need = f"{processes} TensorFlow processes and the kernel need about {need:.1f} GiB"
+    if quota.fits(processes, limits.memory):
+        return Schedule(True, f"{have}: {need}, so the contenders run at once")
+    alone = "" if quota.fits(workers, limits.memory) else f" (even {workers} at a time may not fit)"
+    return Schedule(False, f"{have}: {need}, so the contenders run one at a time{alone}")
+
+
 @dataclass
 class Comparison:
     """What :func:`compare` measured."""
@@ -83,6 +115,7 @@ class Comparison:
     threads: dict = field(default_factory=dict)  # {contender: intra-op threads per process}
     machine: dict = field(default_factory=dict)  # what ran it (cores, TensorFlow version)
     checksums: dict = field(default_factory=dict)  # {contender: [sum of each one's weights]}
+    at_once: bool = True  # False: the contenders ran one after the other (schedule())
 
     def rates(self, name: str) -> list[float]:
         """Examples/sec of each window of contender ``name``."""
@@ -109,7 +142,8 @@ class Comparison:
         lines = [
             f"{self.model}, global batch {self.global_batch}, {len(self.seconds[BASELINE])} rounds "
             f"of {self.window_steps} steps; cores {self.cores}"
-            + ("" if self.pinned else " (NOT pinned: this OS has no sched_setaffinity)"),
+            + ("" if self.pinned else " (NOT pinned: this OS has no sched_setaffinity)")
+            + ("" if self.at_once else "; contenders one at a time, paired by round number"),
             f"{'contender':24s} {'examples/sec':>12s} {'range':>15s} {'speed-up':>9s} "
             f"{'range':>13s}",
         ]
@@ -171,6 +205,7 @@ def compare(
     warmup_steps: int = 2,
     seed: int = 0,
     timeout: float = 600.0,
+    at_once: bool | None = None,
     echo=None,
 ) -> Comparison:
     """Measure one thread, all threads in one process, and pinned worker processes.
@@ -178,6 +213,11 @@ def compare(
     ``global_batch`` is the same for every contender (strong scaling): each pinned worker
     takes ``global_batch / workers``; ``workers`` defaults to every core this process may
     use; ``rounds`` windows are measured per contender, interleaved round by round.
+    ``at_once=False`` runs the contenders one after the other instead (each started,
+    measured and stopped before the next starts: at most ``workers`` processes at a time,
+    for a small memory limit); their windows are then paired by round number, not taken
+    back to back. ``None`` (the default) lets :func:`schedule` choose from the memory this
+    process may use, and says why to ``echo``.
     ``timeout`` is what any one wait may take (start-up included; generous, so that a busy
     machine only runs slower); ``echo`` (e.g. ``print``) gets progress lines. A bad argument
     raises ``ValueError`` before any process starts.
@@ -192,44 +232,57 @@ def compare(
     common = ["--model", model, "--global_batch", global_batch, "--seed", seed]
     common += ["--warmup_steps", warmup_steps]
     say = echo or (lambda line: None)
+    if at_once is None:
+        chosen = schedule(workers)
+        at_once = chosen.at_once
+        say(chosen.reason)
     result = Comparison(model, int(global_batch), workers, int(window_steps), pinned=pin)
     result.cores, result.threads = cores, {name: plan[name][2] for name in names}
+    result.at_once = bool(at_once)
+    result.seconds = {name: [] for name in names}
     with procs.Group(timeout=timeout, echo=None) as group:  # tasks.Group's plumbing
         tasks_of = {}
-        for name, (count, pin_to, threads) in plan.items():
-            hosts = [f"127.0.0.1:{procs.free_port()}" for _ in range(count)]
-            tasks_of[name] = [f"{name} #{i}" if count > 1 else name for i in range(count)]
-            for i, task in enumerate(tasks_of[name]):
-                spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
-                env = {"TF_CONFIG": json.dumps(spec)} if count > 1 else {}
-                core = pin_to[i] if (pin and pin_to) else -1
-                argv = procs.program_argv(
-                    contract.Program.PINNED, *common, "--core", core, "--threads", threads
-                )
-                group.start(task, argv, env=env)
-        say(f"started {sum(len(t) for t in tasks_of.values())} processes; warming up")
-        for name, members in tasks_of.items():
-            for task in members:
-                ready = group.wait_for(task, contract.WorkerReady)
-            result.machine.setdefault("tensorflow", ready.tensorflow)
-            say(f"  ready: {name} (pid {', '.join(str(group.pids[t]) for t in members)})")
-        result.machine["usable_cores"] = len(usable_cores())
-        result.seconds = {name: [] for name in names}
-        for r in range(rounds):
-            for name, members in tasks_of.items():
-                for task in members:
-                    group.send(task, contract.Command.RUN.line(window_steps))
-                windows = [group.wait_for(task, contract.Timed) for task in members]
-                # the window ends when the slowest worker is done
-                result.seconds[name].append(max(w.seconds for w in windows))
-            rates = ", ".join(f"{name} {result.rates(name)[-1]:,.0f}" for name in names)
-            say(f"  round {r + 1}/{rounds}: {rates} examples/sec")
-        for name, members in tasks_of.items():
-            for task in members:
-                group.send(task, contract.Command.CHECKSUM)
-            sums = [group.wait_for(t, contract.Checksum).checksum for t in members]
-            result.checksums[name] = sums
-            for task in members:
-                group.send(task, contract.Command.QUIT)
-        group.wait()
+        for batch in [names] if at_once else [[name] for name in names]:
+            for name in batch:
+                count, pin_to, threads = plan[name]
+                hosts = [f"127.0.0.1:{procs.free_port()}" for _ in range(count)]
+                tasks_of[name] = [f"{name} #{i}" if count > 1 else name for i in range(count)]
+                for i, task in enumerate(tasks_of[name]):
+                    spec = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": i}}
+                    env = {"TF_CONFIG": json.dumps(spec)} if count > 1 else {}
+                    core = pin_to[i] if (pin and pin_to) else -1
+                    argv = procs.program_argv(
+                        contract.Program.PINNED, *common, "--core", core, "--threads", threads
+                    )
+                    group.start(task, argv, env=env)
+            started = sum(len(tasks_of[n]) for n in batch)
+            say(f"started {started} process{'es' if started > 1 else ''}; warming up")
+            _measure(group, result, {name: tasks_of[name] for name in batch}, rounds, say)
+    result.machine["usable_cores"] = len(usable_cores())
     return result
+
+
+def _measure(group, result: Comparison, tasks_of: dict, rounds: int, say) -> None:
+    """Wait until the contenders in ``tasks_of`` are ready, time ``rounds`` windows of each,
+    interleaved, then take their checksums and let them end."""
+    for name, members in tasks_of.items():
+        for task in members:
+            ready = group.wait_for(task, contract.WorkerReady)
+        result.machine.setdefault("tensorflow", ready.tensorflow)
+        say(f"  ready: {name} (pid {', '.join(str(group.pids[t]) for t in members)})")
+    for r in range(rounds):
+        for name, members in tasks_of.items():
+            for task in members:
+                group.send(task, contract.Command.RUN.line(result.window_steps))
+            windows = [group.wait_for(task, contract.Timed) for task in members]
+            # the window ends when the slowest worker is done
+            result.seconds[name].append(max(w.seconds for w in windows))
+        rates = ", ".join(f"{name} {result.rates(name)[-1]:,.0f}" for name in tasks_of)
+        say(f"  round {r + 1}/{rounds}: {rates} examples/sec")
+    for name, members in tasks_of.items():
+        for task in members:
+            group.send(task, contract.Command.CHECKSUM)
+        result.checksums[name] = [group.wait_for(t, contract.Checksum).checksum for t in members]
+        for task in members:
+            group.send(task, contract.Command.QUIT)
+    group.wait()  # every process has ended: the next contenders get their memory

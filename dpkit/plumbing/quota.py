@@ -8,6 +8,12 @@ processes of the container run for, say, 1.5 cores' worth of time, and its memor
 each need a whole core of CPU time, so the cores counted here are the affinity cores cut to the
 whole cores the quota allows.
 
+Where the cgroup does not show the limit (a hub that limits memory some other way, a nested
+container), ``DPKIT_MEMORY_LIMIT`` states it (``2G``, ``1500M`` or bytes); it can only lower
+what the cgroup and the machine allow, and it is also how to try a lesson as it would run in a
+small pod. :func:`fits` holds a plan of TensorFlow processes against that memory, with sizes
+measured here (:data:`TF_SHARED_BYTES`).
+
 Every reader takes the filesystem root, so the tests give them a fake ``/sys`` and ``/proc``.
 """
 
@@ -21,6 +27,39 @@ from pathlib import Path
 #: A cgroup v1 memory limit at or above this is the kernel's way of saying "no limit".
 NO_LIMIT_BYTES = 1 << 60
 
+#: The environment variable that states a memory limit the cgroup does not show.
+MEMORY_ENV = "DPKIT_MEMORY_LIMIT"
+
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+# What TensorFlow processes take, measured here with tools/memory_peak.py (TensorFlow 2.21,
+# Linux x86-64, lessons 05 and 07 at their defaults; a process's "own" pages are its USS).
+#: Pages of Python's and TensorFlow's libraries that every process maps: a process's RSS
+#: less its own pages, 334 MiB for a child that only ran one op, 341-347 MiB in lessons 05
+#: and 07. A container's limit charges them once.
+TF_SHARED_BYTES = 350 * 2**20
+#: A lesson's kernel, its own pages while its TensorFlow children run: 436-457 MiB in lesson
+#: 05 beside its pinned workers, 570-581 MiB in lesson 07 beside its worker processes
+#: (several runs). Lesson 07's kernel grows to about 880 MiB later, beside small server tasks.
+KERNEL_BYTES = 590 * 2**20
+#: A child process training a small model, its own pages: 418-479 MiB for the four pinned
+#: LeNet-5 processes of lesson 05, 315 MiB for lesson 07's worker program (259 MiB for a
+#: child that only imported TensorFlow and ran one op).
+TF_CHILD_BYTES = 480 * 2**20
+
+
+def need(children: int) -> int:
+    """Bytes a lesson's kernel and ``children`` TensorFlow child processes take at most,
+    from the sizes measured here (:data:`TF_SHARED_BYTES` once, :data:`KERNEL_BYTES`,
+    :data:`TF_CHILD_BYTES` per child)."""
+    return TF_SHARED_BYTES + KERNEL_BYTES + children * TF_CHILD_BYTES
+
+
+def fits(children: int, memory: int | None) -> bool:
+    """Whether a lesson's kernel and ``children`` TensorFlow child processes at once fit in
+    ``memory`` bytes (``None``: unknown, taken to fit)."""
+    return memory is None or need(children) <= memory
+
 
 @dataclass(frozen=True)
 class Quota:
@@ -30,6 +69,7 @@ class Quota:
     cpu_quota: float | None  # cores' worth of CPU time per period the cgroup allows
     memory_limit: int | None  # bytes the cgroup allows, None without a limit
     physical_memory: int | None  # bytes the machine has (None where unknown)
+    memory_stated: int | None = None  # bytes DPKIT_MEMORY_LIMIT states, None where unset
 
     @property
     def cores(self) -> int:
@@ -40,8 +80,10 @@ class Quota:
 
     @property
     def memory(self) -> int | None:
-        """Bytes this process can use: the cgroup limit or the machine, whichever is less."""
-        known = [b for b in (self.memory_limit, self.physical_memory) if b is not None]
+        """Bytes this process can use: the least of the cgroup limit, the machine and
+        ``DPKIT_MEMORY_LIMIT``."""
+        limits = (self.memory_limit, self.physical_memory, self.memory_stated)
+        known = [b for b in limits if b is not None]
         return min(known) if known else None
 
     def describe(self) -> str:
@@ -49,13 +91,18 @@ class Quota:
         cpu = f"{self.cores} core(s)"
         if self.cpu_quota is not None and self.cores < self.affinity_cores:
             cpu += f" (a CPU quota of {self.cpu_quota:g} of the {self.affinity_cores} visible)"
+        return f"{cpu}, {self.describe_memory()}"
+
+    def describe_memory(self) -> str:
+        """The memory half of :meth:`describe`: how much, and what sets it."""
         if self.memory is None:
-            mem = "memory unknown"
-        else:
-            mem = f"{self.memory / 2**30:.1f} GiB of memory"
-            if self.memory_limit is not None and self.memory == self.memory_limit:
-                mem += " (a container limit)"
-        return f"{cpu}, {mem}"
+            return "memory unknown"
+        mem = f"{self.memory / 2**30:.1f} GiB of memory"
+        if self.memory_stated is not None and self.memory == self.memory_stated:
+            return mem + f" ({MEMORY_ENV})"
+        if self.memory_limit is not None and self.memory == self.memory_limit:
+            return mem + " (a container limit)"
+        return mem
 
 
 def _read(path: Path) -> str | None:
@@ -123,6 +170,31 @@ def physical_memory(root: Path = Path("/")) -> int | None:
     return None
 
 
+def memory_stated(environ=None) -> int | None:
+    """Bytes ``DPKIT_MEMORY_LIMIT`` states (``2G``, ``1500M``, ``512K`` or bytes; binary
+    units), or ``None`` where it is unset or empty.
+
+    Raises:
+        ValueError: the value is not a positive size; the message names the variable.
+    """
+    text = (os.environ if environ is None else environ).get(MEMORY_ENV, "").strip()
+    if not text:
+        return None
+    number, unit = text.upper().removesuffix("B"), ""
+    if number[-1:] in _UNITS:
+        number, unit = number[:-1], number[-1]
+    try:
+        size = float(number) * _UNITS[unit]
+    except ValueError:
+        size = -1.0
+    if not size > 0 or not math.isfinite(size):
+        raise ValueError(
+            f"{MEMORY_ENV}={text!r} is not a memory size: give bytes or a number with K, M or "
+            f"G (binary units), e.g. {MEMORY_ENV}=2G, or unset it"
+        )
+    return int(size)
+
+
 def affinity_cores() -> int:
     """Cores the scheduler lets this process run on."""
     if hasattr(os, "sched_getaffinity"):
@@ -130,6 +202,12 @@ def affinity_cores() -> int:
     return os.cpu_count() or 1
 
 
-def read(root: Path = Path("/")) -> Quota:
-    """This process's :class:`Quota`."""
-    return Quota(affinity_cores(), cpu_quota(root), memory_limit(root), physical_memory(root))
+def read(root: Path = Path("/"), environ=None) -> Quota:
+    """This process's :class:`Quota` (``environ``: the environment, ``os.environ`` if None)."""
+    return Quota(
+        affinity_cores(),
+        cpu_quota(root),
+        memory_limit(root),
+        physical_memory(root),
+        memory_stated(environ),
+    )

@@ -1,6 +1,7 @@
 """dpkit.pinned with real pinned worker processes: every worker ends with the same weights, the
-same (rel 1e-4) as one process on the whole batch; a worker that fails is reported and
-reaped. Argument checks and arithmetic: tests/unit/test_pinned.py."""
+same (rel 1e-4) as one process on the whole batch, also when the contenders run one at a
+time (each one's processes gone before the next starts); a worker that fails is reported and
+reaped. Argument checks, arithmetic and the schedule: tests/unit/test_pinned.py."""
 
 import pytest
 
@@ -23,6 +24,35 @@ def test_pinned_workers_train_the_same_model_as_one_process():
     one, threads = result.checksums[names[0]][0], result.checksums[names[1]][0]
     assert workers[0] == pytest.approx(one, rel=1e-4) and threads == pytest.approx(one, rel=1e-4)
     assert result.pinned == pinned.can_pin()
+
+
+def test_one_at_a_time_starts_each_contender_after_the_last_has_gone(monkeypatch):
+    if len(pinned.usable_cores()) < 2:
+        pytest.skip("pinned workers need at least 2 usable cores")
+    started = []  # (task, pids of earlier tasks still running when it started)
+    real_start = procs.Group.start
+
+    def start(self, name, argv, **kwargs):
+        running = [pid for _, pid in started if not machine.gone(pid)]
+        pid = real_start(self, name, argv, **kwargs)
+        started.append((name, pid))
+        overlaps.append((name, running))
+        return pid
+
+    overlaps = []
+    monkeypatch.setattr(procs.Group, "start", start)
+    result = pinned.compare(
+        model="lenet5", global_batch=32, workers=2, rounds=2, window_steps=2, at_once=False
+    )
+    names = pinned.contender_names(2)
+    assert [task for task, _ in started] == [names[0], names[1], f"{names[2]} #0", f"{names[2]} #1"]
+    # the baseline was gone when the threads started, both when the workers started; the
+    # second worker starts beside the first, its partner in the collective
+    assert [len(running) for _, running in overlaps] == [0, 0, 0, 1]
+    assert not result.at_once and "one at a time" in result.table().splitlines()[0]
+    assert all(len(s) == 2 and min(s) > 0 for s in result.seconds.values())
+    one, workers = result.checksums[names[0]][0], result.checksums[names[2]]
+    assert len(set(workers)) == 1 and workers[0] == pytest.approx(one, rel=1e-4)
 
 
 def test_a_worker_that_fails_is_reported_and_reaped(monkeypatch):

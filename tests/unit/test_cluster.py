@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dpkit import cluster
+from dpkit.plumbing import quota
 
 pytestmark = pytest.mark.filterwarnings("ignore:dpkit.cluster:UserWarning")
 
@@ -60,3 +61,36 @@ def test_task_names_in_all_three_spellings():
 
 
 # ----------------------------------------------------------------------------- nbval timeout
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def pod(memory):
+    """2 cores and 24 GiB with a container memory limit ``memory`` (None: none)."""
+    return quota.Quota(2, None, memory, 24 * 2**30)
+
+
+@pytest.mark.parametrize("workers", [2, 3, 5])
+def test_workers_that_fit_is_the_most_whose_memory_by_hand_fits(workers):
+    by_hand = quota.TF_SHARED_BYTES + quota.KERNEL_BYTES + workers * quota.TF_CHILD_BYTES
+    assert cluster.workers_that_fit(pod(by_hand))[0] == workers
+    assert cluster.workers_that_fit(pod(by_hand + quota.TF_CHILD_BYTES - 1))[0] == workers
+
+
+def test_a_binder_pod_holds_the_two_workers_the_lesson_needs():
+    fit, why = cluster.workers_that_fit(pod(2 * 2**30))
+    assert fit == 2
+    assert why.startswith("2.0 GiB of memory (a container limit): up to 2 worker processes")
+    assert "more than there is" not in why
+
+
+def test_too_little_memory_still_allows_two_workers_and_warns():
+    fit, why = cluster.workers_that_fit(pod(2**30))
+    assert fit == 2 and why.endswith("more than there is, so the lesson may run out of memory)")
+
+
+def test_without_a_limit_the_cluster_size_caps_the_workers():
+    assert cluster.workers_that_fit(pod(None))[0] == cluster.MAX_TASKS - 2  # 24 GiB holds 14
+    unknown = quota.Quota(2, None, None, None)
+    assert cluster.workers_that_fit(unknown) == (14, "memory unknown: up to 14 worker processes")

@@ -5,6 +5,7 @@ A real run of pinned workers: tests/process/test_pinned.py."""
 import pytest
 
 from dpkit import pinned
+from dpkit.plumbing import procs, quota
 
 
 @pytest.mark.parametrize(
@@ -43,3 +44,53 @@ def test_comparison_arithmetic_by_hand():
     assert c.interval("2 pinned workers") == (100.0, 200.0)
     assert c.speedups("2 pinned workers") == [2.0, 4.0, 1.0]  # paired per round
     assert c.speedup("2 pinned workers") == 2.0
+
+
+def limits(memory=None, stated=None):
+    """A machine of 2 cores and 24 GiB with a container limit ``memory``."""
+    return quota.Quota(2, None, memory, 24 * 2**30, stated)
+
+
+def test_schedule_runs_the_contenders_at_once_where_they_fit():
+    plan = pinned.schedule(2, limits())
+    assert plan.at_once
+    assert plan.reason.startswith("24.0 GiB of memory: 4 TensorFlow processes")
+
+
+def test_schedule_runs_them_one_at_a_time_in_a_small_pod():
+    plan = pinned.schedule(2, limits(2 * 2**30))
+    assert not plan.at_once
+    assert plan.reason.startswith("2.0 GiB of memory (a container limit)")
+    assert plan.reason.endswith("so the contenders run one at a time")
+
+
+def test_schedule_follows_the_stated_limit_and_warns_when_even_one_contender_is_too_big():
+    plan = pinned.schedule(2, limits(stated=2**30))
+    assert not plan.at_once and "(DPKIT_MEMORY_LIMIT)" in plan.reason
+    assert plan.reason.endswith("(even 2 at a time may not fit)")
+
+
+def test_schedule_draws_the_line_where_the_processes_need_no_more_than_there_is():
+    need = quota.TF_SHARED_BYTES + quota.KERNEL_BYTES + 4 * quota.TF_CHILD_BYTES  # 2 workers + 2
+    assert pinned.schedule(2, limits(need)).at_once
+    assert not pinned.schedule(2, limits(need - 1)).at_once
+    assert pinned.schedule(2, quota.Quota(2, None, None, None)).at_once  # unknown: as asked
+
+
+@pytest.mark.parametrize("at_once, batches", [(True, [3]), (False, [1, 1, 1])])
+def test_compare_measures_the_contenders_together_or_one_by_one(monkeypatch, at_once, batches):
+    """The schedule's choice (asked for when at_once is None) decides how compare groups the
+    contenders; no process starts here (Group.start and the measuring are stand-ins)."""
+    if len(pinned.usable_cores()) < 2:
+        pytest.skip("needs 2 usable cores")
+    monkeypatch.setattr(pinned, "schedule", lambda workers: pinned.Schedule(at_once, "why"))
+    monkeypatch.setattr(procs.Group, "start", lambda self, name, argv, **kwargs: 0)
+    measured = []
+    monkeypatch.setattr(
+        pinned, "_measure", lambda group, result, tasks_of, *a: measured.append(list(tasks_of))
+    )
+    said = []
+    result = pinned.compare(workers=2, global_batch=32, echo=said.append)
+    assert [len(names) for names in measured] == batches
+    assert [name for names in measured for name in names] == pinned.contender_names(2)
+    assert said[0] == "why" and result.at_once is at_once

@@ -98,3 +98,65 @@ def test_nothing_readable_means_no_limit(tmp_path):
 def test_this_machine_reads_without_error():
     q = quota.read()
     assert q.cores >= 1 and (q.memory is None or q.memory > 2**28)
+
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("2G", 2 * GIB),
+        ("2gb", 2 * GIB),
+        ("1500M", 1500 * 2**20),
+        ("1.5G", 3 * GIB // 2),
+        ("512k", 512 * 1024),
+        ("2147483648", 2 * GIB),
+        (" 3G ", 3 * GIB),
+    ],
+)
+def test_the_stated_memory_limit_reads_binary_units(text, size):
+    assert quota.memory_stated({quota.MEMORY_ENV: text}) == size
+
+
+@pytest.mark.parametrize("text", ["two", "0", "-1G", "2X", "G", "nan", "inf"])
+def test_a_stated_memory_limit_that_is_no_size_names_the_variable(text):
+    with pytest.raises(ValueError, match=f"{quota.MEMORY_ENV}=.*e.g. {quota.MEMORY_ENV}=2G"):
+        quota.memory_stated({quota.MEMORY_ENV: text})
+
+
+def test_unset_or_empty_states_nothing():
+    assert quota.memory_stated({}) is None and quota.memory_stated({quota.MEMORY_ENV: ""}) is None
+
+
+def test_the_stated_limit_only_lowers_the_cgroup_limit(tmp_path):
+    root = fake(
+        tmp_path,
+        {"proc/self/cgroup": "0::/", "sys/fs/cgroup/memory.max": str(2 * GIB), **MEMINFO},
+    )
+    lower = quota.read(root, {quota.MEMORY_ENV: "1G"})
+    assert (
+        lower.memory == GIB and lower.describe_memory() == "1.0 GiB of memory (DPKIT_MEMORY_LIMIT)"
+    )
+    higher = quota.read(root, {quota.MEMORY_ENV: "8G"})
+    assert higher.memory == 2 * GIB
+    assert higher.describe_memory() == "2.0 GiB of memory (a container limit)"
+    assert quota.read(root, {}).memory == 2 * GIB
+
+
+def test_need_adds_the_shared_pages_once_and_each_child_whole():
+    one, three = quota.need(1), quota.need(3)
+    assert three - one == 2 * quota.TF_CHILD_BYTES  # each further child adds its own pages
+    assert one == quota.TF_SHARED_BYTES + quota.KERNEL_BYTES + quota.TF_CHILD_BYTES
+
+
+@pytest.mark.parametrize("children", [1, 2, 4])
+def test_fits_is_need_within_the_memory(children):
+    by_hand = quota.TF_SHARED_BYTES + quota.KERNEL_BYTES + children * quota.TF_CHILD_BYTES
+    assert quota.fits(children, by_hand) and not quota.fits(children, by_hand - 1)
+    assert quota.fits(children, None)  # unknown memory: run as asked
+
+
+def test_a_binder_pod_holds_the_kernel_and_two_children_but_not_four():
+    """What lesson 05 relies on: 2 GiB (mybinder.org's limit) fits two pinned workers."""
+    assert quota.fits(2, 2 * GIB) and not quota.fits(4, 2 * GIB)
