@@ -156,9 +156,10 @@ lint: $(STAMP) ## ruff: lint and format check of the library, tests, tools and n
 
 # tests/ has four rooms, marked by folder (conftest.py): unit (no child process, no kernel:
 # tests/unit/conftest.py fails one that starts a process), process, notebooks and repo.
+UNIT_WORKERS ?= 2  # each imports TensorFlow once; two keep both cores of a laptop busy
 unit: $(STAMP) ## the fast door: tests/unit only (no child process, no kernel; under a minute)
 	@start=$$(date +%s); \
-	$(PY) -m pytest tests/unit -p no:cacheprovider -q; \
+	$(PY) -m pytest tests/unit -p no:cacheprovider -q -n $(UNIT_WORKERS) --dist loadfile; \
 	code=$$?; echo "dpkit: make unit took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # Unit tests, then nbval re-executes every lesson in a fresh kernel and compares the cells
