@@ -226,5 +226,7 @@ def test_what_the_fit_rows_cannot_see_keeps_the_card():
     assert card.best["inter_bw"] == approx(link) and card.best["net_total"] == approx(8 * link)
     assert card.best["inter_lat"] == approx(5e-6)
     assert card.rms == approx(first.rms)  # the same fit to the fit rows
+    default, _, _ = published.fit_setup("dlperf_tf2", rows)  # the card rule is the default
+    assert default.best["inter_bw"] == approx(link) and default.best["inter_lat"] == approx(5e-6)
     with pytest.raises(ValueError, match="ties"):
         published.fit_setup("dlperf_tf2", rows, ties="nearest")
