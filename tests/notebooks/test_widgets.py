@@ -2,9 +2,10 @@
 panel and live_sweep in a kernel driven the way JupyterLab drives it (rendered, run, updated
 in place, Stop kills the child). Without a kernel: tests/unit/test_widgets.py.
 
-The text fallback and the panel run the stand-in throughput child
-(tests/support/standin_throughput.py: the same records, no TensorFlow), since what is under
-test is the view; live_sweep runs the real program, so one widget test still trains."""
+Every child here is the stand-in throughput program (tests/support/standin_throughput.py:
+the same records, no TensorFlow), since what is under test is the view. live_sweep with the
+real program in a kernel is lesson 05's sweep, whose nbval-checked cells say each child
+trained on the devices asked for and finished."""
 
 import re
 
@@ -100,7 +101,10 @@ def test_panel_renders_runs_updates_and_stops_in_a_jupyter_kernel(frontend):
 def test_live_sweep_updates_in_place_in_a_jupyter_kernel(frontend):
     f = frontend
     f.execute(
+        "from dpkit.plumbing import procs\n"
         "from dpkit.views import widgets\n"
+        "from tests.support import standin_throughput\n"
+        "procs.program_argv = standin_throughput.program_argv\n"
         f"report = widgets.live_sweep([1], measure_peak=False, **{TINY!r})"
     )
     status = [m for m in f.models.values() if m.name == "HTMLModel" and "[1/1]" in str(m.updates)]

@@ -1,29 +1,15 @@
-"""dpkit.pinned with real pinned worker processes: every worker ends with the same weights, the
-same (rel 1e-4) as one process on the whole batch, also when the contenders run one at a
-time (each one's processes gone before the next starts); a worker that fails is reported and
-reaped. Argument checks, arithmetic and the schedule: tests/unit/test_pinned.py."""
+"""dpkit.pinned with real pinned worker processes, the contenders one at a time (each one's
+processes gone before the next starts): every worker ends with the same weights, the same
+(rel 1e-4) as one process on the whole batch; a worker that fails is reported and reaped.
+The contenders at once, as lesson 05 runs them where the memory allows: its nbval-checked
+cell (every pinned worker ends with the same sum of weights). Argument checks,
+arithmetic and the schedule: tests/unit/test_pinned.py."""
 
 import pytest
 
 from dpkit import pinned, tasks
 from dpkit.plumbing import contract, procs
 from tests.support import machine
-
-
-def test_pinned_workers_train_the_same_model_as_one_process():
-    if len(pinned.usable_cores()) < 2:
-        pytest.skip("pinned workers need at least 2 usable cores")
-    # LeNet-5 has no dropout, so every process computes the same arithmetic
-    result = pinned.compare(model="lenet5", global_batch=32, rounds=2, window_steps=2)
-    names = pinned.contender_names(result.workers)
-    assert list(result.seconds) == names
-    assert all(len(s) == 2 and min(s) > 0 for s in result.seconds.values())
-    workers = result.checksums[names[2]]
-    assert len(workers) == result.workers and len(set(workers)) == 1
-    # one process on the whole batch (1 thread, then n threads) is the reference
-    one, threads = result.checksums[names[0]][0], result.checksums[names[1]][0]
-    assert workers[0] == pytest.approx(one, rel=1e-4) and threads == pytest.approx(one, rel=1e-4)
-    assert result.pinned == pinned.can_pin()
 
 
 def test_one_at_a_time_starts_each_contender_after_the_last_has_gone(monkeypatch):
@@ -50,9 +36,15 @@ def test_one_at_a_time_starts_each_contender_after_the_last_has_gone(monkeypatch
     # second worker starts beside the first, its partner in the collective
     assert [len(running) for _, running in overlaps] == [0, 0, 0, 1]
     assert not result.at_once and "one at a time" in result.table().splitlines()[0]
+    assert list(result.seconds) == names
     assert all(len(s) == 2 and min(s) > 0 for s in result.seconds.values())
-    one, workers = result.checksums[names[0]][0], result.checksums[names[2]]
-    assert len(set(workers)) == 1 and workers[0] == pytest.approx(one, rel=1e-4)
+    # LeNet-5 has no dropout, so every process computes the same arithmetic: one process on
+    # the whole batch (1 thread, then n threads) is the reference for the pinned workers
+    one, threads = result.checksums[names[0]][0], result.checksums[names[1]][0]
+    workers = result.checksums[names[2]]
+    assert len(workers) == result.workers and len(set(workers)) == 1
+    assert workers[0] == pytest.approx(one, rel=1e-4) and threads == pytest.approx(one, rel=1e-4)
+    assert result.pinned == pinned.can_pin()
 
 
 def test_a_worker_that_fails_is_reported_and_reaped(monkeypatch):
