@@ -395,7 +395,8 @@ def fit_setup(
     best = int(np.argmin(rms))
     if ties == "card":
         tied = np.flatnonzero(rms <= rms[best] + TIE)
-        best = int(min(tied, key=lambda i: departure(setup_of(setup_key), points[i])))
+        setup = setup_of(setup_key)
+        best = int(min(tied, key=lambda i: departure(setup, points[i])))
     ok = np.flatnonzero(rms <= rms[best] + TOLERANCE)
     band = np.stack([table[:, ok].min(axis=1), table[:, ok].max(axis=1)], axis=1)
     fitted = Fit(points[best], [points[i] for i in ok], float(rms[best]))

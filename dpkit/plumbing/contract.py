@@ -7,7 +7,8 @@ process (:mod:`dpkit.plumbing.procs`). Between the two there are only:
 * **environment variables**: :data:`PARENT_PID`, :data:`RECORDS`, :data:`RUNS`,
   :data:`WIDGETS`, :data:`GRPC_FAIL_FAST`, and the quiet-TensorFlow
   variables of :data:`QUIET_TENSORFLOW` (``procs.child_env`` sets them all; a process that
-  sets its own environment before importing TensorFlow calls :func:`quiet_tensorflow`);
+  sets its own environment before importing TensorFlow calls :func:`quiet_tensorflow`), and
+  :data:`MEMORY_LIMIT`, which a hub's admin or a tool sets for a kernel;
 * **records**: one JSON object per stdout line, one frozen dataclass per kind below. A child
   writes one with ``procs.record(Checksum(checksum=...))`` (a misspelt field is a
   ``TypeError`` there); a parent reads one back with ``Checksum.from_record(line_dict)`` or
@@ -42,6 +43,10 @@ RUNS = "DPKIT_RUNS"
 #: ``text`` (or 0/off/no): nobody watches the kernel; ``widgets`` (or 1/on/yes): somebody
 #: does. Overrides ``plumbing.notebook.frontend``'s guess (test runners and tools set text).
 WIDGETS = "DPKIT_WIDGETS"
+
+#: A memory limit the cgroup does not show (``2G``, ``1500M`` or bytes), read by
+#: ``plumbing.quota``; set for a kernel (tools/memory_peak.py) to run a lesson as in a small pod.
+MEMORY_LIMIT = "DPKIT_MEMORY_LIMIT"
 
 #: gRPC's fail-fast mode; ``cluster`` gives every task and the coordinator ``use_caller``.
 GRPC_FAIL_FAST = "GRPC_FAIL_FAST"

@@ -24,11 +24,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpkit.plumbing import contract
+
 #: A cgroup v1 memory limit at or above this is the kernel's way of saying "no limit".
 NO_LIMIT_BYTES = 1 << 60
-
-#: The environment variable that states a memory limit the cgroup does not show.
-MEMORY_ENV = "DPKIT_MEMORY_LIMIT"
 
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 
@@ -99,7 +98,7 @@ class Quota:
             return "memory unknown"
         mem = f"{self.memory / 2**30:.1f} GiB of memory"
         if self.memory_stated is not None and self.memory == self.memory_stated:
-            return mem + f" ({MEMORY_ENV})"
+            return mem + f" ({contract.MEMORY_LIMIT})"
         if self.memory_limit is not None and self.memory == self.memory_limit:
             return mem + " (a container limit)"
         return mem
@@ -177,7 +176,8 @@ def memory_stated(environ=None) -> int | None:
     Raises:
         ValueError: the value is not a positive size; the message names the variable.
     """
-    text = (os.environ if environ is None else environ).get(MEMORY_ENV, "").strip()
+    name = contract.MEMORY_LIMIT
+    text = (os.environ if environ is None else environ).get(name, "").strip()
     if not text:
         return None
     number, unit = text.upper().removesuffix("B"), ""
@@ -189,8 +189,8 @@ def memory_stated(environ=None) -> int | None:
         size = -1.0
     if not size > 0 or not math.isfinite(size):
         raise ValueError(
-            f"{MEMORY_ENV}={text!r} is not a memory size: give bytes or a number with K, M or "
-            f"G (binary units), e.g. {MEMORY_ENV}=2G, or unset it"
+            f"{name}={text!r} is not a memory size: give bytes or a number with K, M or "
+            f"G (binary units), e.g. {name}=2G, or unset it"
         )
     return int(size)
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from dpkit.plumbing import quota
+from dpkit.plumbing import contract, quota
 
 
 def fake(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -116,17 +116,19 @@ GIB = 2**30
     ],
 )
 def test_the_stated_memory_limit_reads_binary_units(text, size):
-    assert quota.memory_stated({quota.MEMORY_ENV: text}) == size
+    assert quota.memory_stated({contract.MEMORY_LIMIT: text}) == size
 
 
 @pytest.mark.parametrize("text", ["two", "0", "-1G", "2X", "G", "nan", "inf"])
 def test_a_stated_memory_limit_that_is_no_size_names_the_variable(text):
-    with pytest.raises(ValueError, match=f"{quota.MEMORY_ENV}=.*e.g. {quota.MEMORY_ENV}=2G"):
-        quota.memory_stated({quota.MEMORY_ENV: text})
+    name = contract.MEMORY_LIMIT
+    with pytest.raises(ValueError, match=f"{name}=.*e.g. {name}=2G"):
+        quota.memory_stated({name: text})
 
 
 def test_unset_or_empty_states_nothing():
-    assert quota.memory_stated({}) is None and quota.memory_stated({quota.MEMORY_ENV: ""}) is None
+    assert quota.memory_stated({}) is None
+    assert quota.memory_stated({contract.MEMORY_LIMIT: ""}) is None
 
 
 def test_the_stated_limit_only_lowers_the_cgroup_limit(tmp_path):
@@ -134,11 +136,11 @@ def test_the_stated_limit_only_lowers_the_cgroup_limit(tmp_path):
         tmp_path,
         {"proc/self/cgroup": "0::/", "sys/fs/cgroup/memory.max": str(2 * GIB), **MEMINFO},
     )
-    lower = quota.read(root, {quota.MEMORY_ENV: "1G"})
+    lower = quota.read(root, {contract.MEMORY_LIMIT: "1G"})
     assert (
         lower.memory == GIB and lower.describe_memory() == "1.0 GiB of memory (DPKIT_MEMORY_LIMIT)"
     )
-    higher = quota.read(root, {quota.MEMORY_ENV: "8G"})
+    higher = quota.read(root, {contract.MEMORY_LIMIT: "8G"})
     assert higher.memory == 2 * GIB
     assert higher.describe_memory() == "2.0 GiB of memory (a container limit)"
     assert quota.read(root, {}).memory == 2 * GIB
