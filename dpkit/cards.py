@@ -115,6 +115,13 @@ V100_PEAK_FLOPS = 15.7e12
 #: one GK210 (half a Tesla K80 board, what a cloud "K80 GPU" is) fp32 peak at boost clock
 K80_PEAK_FLOPS = 4.37e12
 
+#: fp32 peaks of the PCIe GPUs in Lambda's servers (issue 32's third set), from NVIDIA's data
+#: sheets: A100 40GB PCIe, RTX A6000, GeForce RTX 3090, GeForce RTX 2080 Ti, Quadro RTX 8000
+PCIE_GPU_PEAK_FLOPS = {"a100": 19.5e12, "a6000": 38.7e12, "3090": 35.6e12, "2080ti": 13.4e12}
+PCIE_GPU_PEAK_FLOPS["rtx8000"] = 16.3e12
+#: one direction of a PCIe x16 slot: 3.0 (8 GT/s a lane) and 4.0 (16 GT/s), 128b/130b coding
+PCIE3_X16, PCIE4_X16 = 15.75e9, 31.5e9
+
 #: a K80 board's two GPUs share one PCIe 3.0 x16 link to the host (15.75 GB/s a direction)
 K80_HOST = Link(10e-6, 15.75e9 / 2)
 
@@ -180,6 +187,23 @@ HARDWARE = {
         inter=Link(5e-6, gbit(50)),
         source="Goyal et al. (2017), section 5: 32 Big Basin servers, 50 Gbit/s Ethernet",
     ),
+}
+HARDWARE |= {
+    f"{gpu}_pcie": Hardware(
+        f"one server of 8 {label} on PCIe {generation}",
+        device_flops_per_s=0.5 * PCIE_GPU_PEAK_FLOPS[gpu],
+        devices_per_node=8,
+        intra=Link(5e-6, PCIE4_X16 if generation == "4.0" else PCIE3_X16),
+        source=f"NVIDIA's {label} data sheet; Lambda's tf_cnn_benchmarks servers "
+        "(lambdal/lambda-tensorflow-benchmark, logs/*/metadata); achievable rate: half the peak",
+    )
+    for gpu, label, generation in (
+        ("a100", "A100 40GB PCIe", "4.0"),
+        ("a6000", "RTX A6000", "4.0"),
+        ("3090", "GeForce RTX 3090", "4.0"),
+        ("2080ti", "GeForce RTX 2080 Ti", "3.0"),
+        ("rtx8000", "Quadro RTX 8000", "3.0"),
+    )
 }
 
 

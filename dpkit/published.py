@@ -14,31 +14,12 @@ the lesson uses them to show what a fit on them can and cannot tell apart, and s
 Goyal et al.'s one figure (90% from 8 to 256 GPUs) is not a row: predicting it needs a
 one-GPU rate and an overlap the paper does not publish.
 
-A second collection, DLPerf's nine ResNet-50 tables on V100 servers over InfiniBand
-(:mod:`dpkit.published_tables`, :data:`NEW_SETUPS`), came after the lesson's split had been
-scored; it has its own split into a set scored first and a final test set aside
-(``compare("second")``, ``compare("final")``): the lesson prints their scores, not their rows.
+Later collections (:mod:`dpkit.published_tables`, :data:`NEW_SETUPS`) came after the
+lesson's split had been scored, each split before any fit on it: DLPerf's ResNet-50 tables on
+V100 servers over InfiniBand, a set scored first and a final set put aside (``compare("second")``,
+``compare("final")``), and Lambda's PCIe servers, the third set (``compare("third")``).
 
-Sources (figures as published; efficiencies are computed from the throughput tables, all
-synthetic ImageNet data, so the input pipeline is out of the picture):
-
-* ``tf_benchmarks``: TensorFlow's performance benchmarks, May 2017 (tensorflow.org/performance/
-  benchmarks, now https://github.com/tensorflow/docs/blob/master/site/en/r1/guide/performance/
-  benchmarks.md), tf_cnn_benchmarks, images/s. Six tables, one setup each:
-  ``dgx1`` and ``dgx1_b32``: an NVIDIA DGX-1 (8 P100, NVLink) at the table's batch sizes and
-  at 32 per GPU ("Other Results"), parameter servers on the CPU for Inception V3 and the
-  ResNets, NCCL rings for AlexNet and VGG-16; ``gce_k80``: Google Compute Engine
-  n1-standard-32-k80x8 (8 K80 GPUs), parameter servers on the CPU for every model;
-  ``aws_k80``: one AWS p2.8xlarge (8 K80 GPUs), Inception V3 with parameter servers on the
-  CPU, the ResNets ``replicated`` without NCCL and AlexNet and VGG-16 with parameter servers
-  on the GPUs (both spread the variables over the GPUs); ``k80_cluster`` and
-  ``k80_cluster_b32``: up to 8 p2.8xlarge over 10 Gbit/s Ethernet, ``distributed_replicated``
-  with parameter servers on the worker machines, at the table's batch sizes and at 32 per GPU.
-* ``horovod``: Sergeev & Del Balso, "Horovod: fast and easy distributed deep learning in
-  TensorFlow", arXiv:1802.05799 (2018), and Horovod's benchmark page
-  (https://github.com/horovod/horovod/blob/master/docs/benchmarks.rst): 128 servers of 4
-  Pascal GPUs, 25 Gbit/s RoCE, tf_cnn_benchmarks with 64 images per GPU; 90% efficiency for
-  Inception V3 and ResNet-101, 68% for VGG-16, at 512 GPUs.
+The lesson's sources are described in :mod:`dpkit.published_tables`, beside their tables.
 """
 
 from __future__ import annotations
@@ -54,6 +35,7 @@ from dpkit.published_tables import (  # noqa: F401  (the tables, read as publish
     DLPERF,
     DLPERF_BATCH,
     FINAL_SET,
+    LAMBDA,
     SECOND_SET,
     SERVERS_AT_64,
     TF_AWS_K80,
@@ -62,6 +44,7 @@ from dpkit.published_tables import (  # noqa: F401  (the tables, read as publish
     TF_GCE_K80,
     TF_K80_CLUSTER,
     TF_K80_CLUSTER_B32,
+    THIRD_SET,
 )
 
 #: fit rows per series: the smallest device counts above the base (the rest are held out)
@@ -115,6 +98,7 @@ def _from_rates(source, setup, model, rates, *, servers_at=None, **kw):
 
 ONE_NODE = ("host_bw", "host_total", "intra_bw", "intra_lat", "overlap", "fixed")
 CLUSTER = ("intra_bw", "inter_bw", "inter_lat", "net_total", "overlap", "fixed")
+RING = ("intra_bw", "intra_lat", "overlap", "fixed")
 SETUPS = {
     "dgx1": Setup(
         "TF benchmarks, DGX-1", "dgx1", fitted=ONE_NODE, note="servers on the CPU or NCCL"
@@ -150,13 +134,17 @@ SETUPS = {
         note="one ring over every GPU (NCCL 2), 25 Gbit/s as sold; fit rows only",
     ),
 }
-#: DLPerf's setups (:mod:`dpkit.published_tables`), apart from :data:`SETUPS` so the lesson's
-#: table stays the one its split was fixed on: NCCL rings over every GPU, fitted as clusters
-#: of the card ``v100_ib100``
+#: the setups that came after the lesson's split was scored (:mod:`dpkit.published_tables`),
+#: apart from :data:`SETUPS` so the lesson's table stays the one its split was fixed on:
+#: DLPerf's (NCCL rings over every GPU, fitted as clusters of the card ``v100_ib100``) and
+#: Lambda's (NCCL rings inside one server of PCIe GPUs: only the link inside the node is used)
 NEW_SETUPS = {
     key: Setup(f"DLPerf, {short}", "v100_ib100", fitted=CLUSTER, note=name)
     for key, (name, _, _) in DLPERF.items()
     for short in [name.split(" (")[0].split(",")[0]]
+} | {
+    key: Setup(f"Lambda, {name.split(',')[0]}", f"{key.split('_')[1]}_pcie", fitted=RING, note=name)
+    for key, (name, _) in LAMBDA.items()
 }
 
 
@@ -168,16 +156,23 @@ def setup_of(key: str) -> Setup:
 
 
 def new_rows(which: str) -> list[Row]:
-    """DLPerf's rows of ``which``: "second" (:data:`SECOND_SET`, scored first) or "final"
-    (:data:`FINAL_SET`, the test set aside), fit rows marked as :func:`rows` marks them."""
-    keys = {"second": SECOND_SET, "final": FINAL_SET}.get(which)
-    if keys is None:
-        raise ValueError(f"which={which!r}: use 'second' or 'final'.")
-    out = []
-    for key in keys:
-        kw = {"per_device_batch": DLPERF_BATCH, "algorithm": "ring"}
-        out += _from_rates("dlperf", key, "resnet50", DLPERF[key][2], **kw)
-    return out
+    """The rows of ``which``: DLPerf's "second" (:data:`SECOND_SET`, scored first) or "final"
+    (:data:`FINAL_SET`, the test set aside), or Lambda's "third" (:data:`THIRD_SET`), fit rows
+    marked as :func:`rows` marks them."""
+    if which not in ("second", "final", "third"):
+        raise ValueError(f"which={which!r}: use 'second', 'final' or 'third'.")
+    if which == "third":
+        return [
+            row
+            for key in THIRD_SET
+            for model, (batch, rates) in LAMBDA[key][1].items()
+            for row in _from_rates("lambda", key, model, rates, per_device_batch=batch)
+        ]
+    kw = {"per_device_batch": DLPERF_BATCH, "algorithm": "ring"}
+    keys = SECOND_SET if which == "second" else FINAL_SET
+    return [
+        row for key in keys for row in _from_rates("dlperf", key, "resnet50", DLPERF[key][2], **kw)
+    ]
 
 
 def rows() -> list[Row]:
@@ -481,7 +476,7 @@ class Comparison:
 
 def compare(which: str = "lesson", ties: str = "card") -> Comparison:
     """Fit each setup on its fit rows, then predict every row, with its band: the lesson's
-    rows (:func:`rows`) or DLPerf's "second" or "final" set (:func:`new_rows`); ``ties`` as
+    rows (:func:`rows`) or the "second", "final" or "third" set (:func:`new_rows`); ``ties`` as
     :func:`fit_setup`'s."""
     all_rows = rows() if which == "lesson" else new_rows(which)
     predicted, band, fits = [0.0] * len(all_rows), [(0.0, 0.0)] * len(all_rows), {}
