@@ -198,6 +198,41 @@ def test_the_v100_card_bounds_the_dlperf_fits():
     assert min(values["inter_lat"]) == approx(5e-6)
 
 
+# --------------------------------------------------------- Lambda's PCIe servers: a third set
+
+
+def test_lambda_rows_are_the_tables_with_eight_gpus_held_out():
+    third = published.new_rows("third")
+    assert len({r.setup for r in third}) == 5 and len({r.model for r in third}) == 5
+    assert [r.devices for r in third if not r.fit] == [8] * 25  # every series: 1, 2, 4, 8 GPUs
+    assert {r.devices for r in third if r.fit} == {2, 4}
+    found = {(r.setup, r.model, r.devices): r for r in third}
+    # tf-train-throughput-fp32.csv: "8x A100 40GB PCIe" ResNet-50 7197 images/s, one GPU 953;
+    # tf-train-bs-fp32.csv: a global batch of 1792 on 8 GPUs, 224 each
+    a100 = found["lambda_a100_pcie", "resnet50", 8]
+    assert a100.efficiency == approx(7197 / 8 / 953) and a100.per_device_batch == 224
+    assert a100.algorithm == "ring" and a100.one_device_examples_per_s == 953
+    vgg = found["lambda_3090", "vgg16", 8]  # kept as published: 254 images/s on 8, 325 on one
+    assert vgg.efficiency == approx(254 / 8 / 325)
+    sets = [{r.setup for r in published.new_rows(w)} for w in ("second", "final", "third")]
+    assert not sets[2] & (sets[0] | sets[1] | {r.setup for r in published.rows()})
+    with pytest.raises(ValueError, match="third"):
+        published.new_rows("fourth")
+
+
+def test_the_pcie_cards_bound_the_lambda_fits():
+    """One direction of a PCIe x16 slot: 16 lanes x 8 GT/s (3.0) or 16 GT/s (4.0), 128b/130b."""
+    for key, gigatransfers in (("lambda_2080ti", 8), ("lambda_a100_pcie", 16)):
+        setup = published.NEW_SETUPS[key]
+        values = published.grid(setup)
+        assert max(values["intra_bw"]) == pytest.approx(
+            16 * gigatransfers * 1e9 * 128 / 130 / 8, rel=1e-3
+        )
+        assert set(values) == {"intra_bw", "intra_lat", "overlap", "fixed"}  # one node, a ring
+    with pytest.raises(ValueError, match="outside the card"):
+        published.check(published.NEW_SETUPS["lambda_2080ti"], {"intra_bw": 20e9})
+
+
 # ------------------------------------------------------- ties broken toward the hardware card
 
 
