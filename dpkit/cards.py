@@ -194,8 +194,9 @@ HARDWARE |= {
         device_flops_per_s=0.5 * PCIE_GPU_PEAK_FLOPS[gpu],
         devices_per_node=8,
         intra=Link(5e-6, PCIE4_X16 if generation == "4.0" else PCIE3_X16),
-        source=f"NVIDIA's {label} data sheet; Lambda's tf_cnn_benchmarks servers "
-        "(lambdal/lambda-tensorflow-benchmark, logs/*/metadata); achievable rate: half the peak",
+        source=f"NVIDIA's {label} data sheet; PCIe {generation} inferred from the platform of "
+        "Lambda's tf_cnn_benchmarks server (lambdal/lambda-tensorflow-benchmark); achievable "
+        "rate: half the peak",
     )
     for gpu, label, generation in (
         ("a100", "A100 40GB PCIe", "4.0"),

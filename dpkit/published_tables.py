@@ -146,7 +146,10 @@ FINAL_SET = ("dlperf_ngc_mxnet", "dlperf_ngc_tf1", "dlperf_ngc_pytorch", "dlperf
 # --all_reduce_spec=nccl (NCCL all-reduce inside one server), one run of 100 batches each, from
 # lambdal/lambda-tensorflow-benchmark (commit e086e0e): tf-train-throughput-fp32.csv (rows
 # "RTX 8000", "2x RTX 8000" ...) and the batch per GPU from tf-train-bs-fp32.csv (a global batch
-# there: divided by the GPUs); TensorFlow and driver from each server's logs/<name>.logs/metadata.
+# there: divided by the GPUs). Every log prints "Variables: replicated", "AllReduce: nccl",
+# "Num batches: 100" and "Compiled cluster using XLA!" (all five ran with XLA auto-clustering);
+# TensorFlow and CUDA from each server's logs/<name>.logs/metadata, the CPU from the log folder's
+# name; the 3090's and 2080 Ti's logs show no GPU peer-to-peer access (the others: all pairs).
 # key -> (server, {model: (batch per GPU, {GPUs: images/s})})
 LAMBDA = {
     "lambda_a100_pcie": (
@@ -160,7 +163,7 @@ LAMBDA = {
         },
     ),
     "lambda_a6000": (
-        "8x RTX A6000, EPYC 7502, TensorFlow 1.15.4 with XLA, CUDA 11.1",
+        "8x RTX A6000, EPYC 7502, TensorFlow 1.15.4, CUDA 11.1",
         {
             "alexnet": (2048, {1: 7096, 2: 13969, 4: 27341, 8: 53188}),
             "inception_v3": (256, {1: 368, 2: 730, 4: 1439, 8: 2859}),
@@ -170,7 +173,7 @@ LAMBDA = {
         },
     ),
     "lambda_3090": (
-        "8x GeForce RTX 3090, EPYC 7662, TensorFlow 2.4.1 (TF1 mode), CUDA 11.1",
+        "8x GeForce RTX 3090, EPYC 7662, TensorFlow 2.4.1 (TF1 mode), CUDA 11.1, no peer-to-peer",
         {
             "alexnet": (896, {1: 6744, 2: 9244, 4: 8942, 8: 9877}),
             "inception_v3": (112, {1: 380, 2: 687, 4: 1207, 8: 1951}),
@@ -180,7 +183,7 @@ LAMBDA = {
         },
     ),
     "lambda_2080ti": (
-        "8x GeForce RTX 2080 Ti, Xeon Gold 6230, TensorFlow 1.15.3 with XLA, CUDA 10.0",
+        "8x GeForce RTX 2080 Ti, Xeon Gold 6230, TensorFlow 1.15.3, CUDA 10.0, no peer-to-peer",
         {
             "alexnet": (512, {1: 4184, 2: 5987, 4: 10369, 8: 20046}),
             "inception_v3": (64, {1: 214, 2: 379, 4: 741, 8: 1475}),
@@ -190,7 +193,7 @@ LAMBDA = {
         },
     ),
     "lambda_rtx8000": (
-        "8x Quadro RTX 8000, Xeon Gold 6230, TensorFlow 1.15.3 with XLA, CUDA 10.0",
+        "8x Quadro RTX 8000, Xeon Gold 6230, TensorFlow 1.15.3, CUDA 10.0",
         {
             "alexnet": (2048, {1: 4625, 2: 8726, 4: 16580, 8: 32523}),
             "inception_v3": (256, {1: 242, 2: 472, 4: 923, 8: 1856}),
