@@ -65,7 +65,7 @@ class Task:
     log_every: int = 20
     start_timeout: float = 60.0
     stall_timeout: float = 60.0
-    source: str = "flags"  # or "TF_CONFIG"
+    source: str = "flags"  # or "TF_CONFIG", or "Slurm"
     notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -231,6 +231,11 @@ def _parser(prog: str, flag: _Spelling) -> argparse.ArgumentParser:
     add(who, "task-index", "index of this task in its job (0, 1, ...)", _whole, 0)
     for job, what in [("ps", "ps tasks"), ("worker", "worker tasks"), ("chief", "chief")]:
         add(who, f"{job}-hosts", f"comma-separated HOST:PORT of the {what}", _hosts, _example(flag))
+    where = p.add_argument_group("or read the task from Slurm, inside srun (lesson 08)")
+    add(where, "slurm", "the task and cluster from Slurm's variables", action="store_true")
+    add(where, "port-base", "with --slurm: task i of a node listens on PORT+i [2222]", _whole, 1024)
+    add(where, "slurm-jobs", "with --slurm: tasks that are not workers, e.g. chief:1,ps:1")
+    add(where, "gpus-per-task", "with --slurm: GPUs per task (0 on CPU nodes) [0]", _whole, 0)
     how = p.add_argument_group("training [default]")
     add(how, "tf1", "TF1 between-graph replication", action="store_true")
     add(how, "sync-replicas", "with --tf1: SyncReplicasOptimizer", action="store_true")
@@ -277,7 +282,37 @@ def parse(
 
     given = (args.job_name, args.task_index, args.ps_hosts, args.worker_hosts, args.chief_hosts)
     notes = []
-    if any(v is not None for v in given):
+    slurm_only = {"port-base": args.port_base, "slurm-jobs": args.slurm_jobs}
+    slurm_only["gpus-per-task"] = args.gpus_per_task
+    stray = [flag(name) for name, value in slurm_only.items() if value is not None]
+    if stray and not args.slurm:
+        raise LaunchError(f"{', '.join(stray)} only apply with --slurm; add --slurm or drop them.")
+    if args.slurm:
+        if any(v is not None for v in given):
+            raise LaunchError(
+                f"--slurm reads the task and the cluster from Slurm; drop {flag('job-name')}, "
+                f"{flag('task-index')} and the host lists."
+            )
+        from dpkit import slurm
+
+        port_base = slurm.PORT_BASE if args.port_base is None else args.port_base
+        try:
+            job, index, cluster = slurm.resolve(
+                environ,
+                jobs=args.slurm_jobs or "",
+                port_base=port_base,
+                gpus_per_task=args.gpus_per_task or 0,
+            )
+        except ValueError as error:
+            raise LaunchError(str(error)) from None
+        for name, hosts in cluster.items():
+            for host in hosts:
+                check_address(host, f"Slurm's {name} list")
+        _check_cluster(cluster, job, index, lambda j: f"Slurm's {j!r} list", flag)
+        source = "Slurm"
+        if environ.get("TF_CONFIG"):
+            notes.append("TF_CONFIG is set but ignored: --slurm reads the task from Slurm")
+    elif any(v is not None for v in given):
         job, index, source = args.job_name, args.task_index, "flags"
         for name, value in (("job-name", job), ("task-index", index)):
             if value is None:
