@@ -79,7 +79,7 @@ def test_tensorflows_resolver_alone_fails_on_cpu_nodes_as_lesson_08_says():
             gpus_per_node=2, auto_set_gpu=False
         )
         assert fine.cluster_spec().as_dict() == {
-            "worker": [p.replace(":222", ":888") for p in FOUR]
+            "worker": [f"node0{n}:{p}" for n in (1, 2) for p in (8888, 8889)]
         }
 
 
