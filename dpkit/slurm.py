@@ -63,7 +63,7 @@ def parse_jobs(text: str, num_tasks: int) -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def _environment(environ):
+def environment(environ):
     """Run with ``os.environ`` replaced by ``environ`` (the resolver reads only os.environ)."""
     if environ is None or environ is os.environ:
         yield
@@ -121,7 +121,7 @@ def resolve(
     # hands each task range(0, 0, 0) GPUs, a ValueError. One pretend GPU per task keeps one
     # port per task; auto_set_gpu=False leaves CUDA_VISIBLE_DEVICES alone.
     gpus = gpus_per_task or 1
-    with _environment(env):
+    with environment(env):
         resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
             jobs=counts,
             port_base=port_base,

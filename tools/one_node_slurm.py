@@ -12,7 +12,10 @@ ends and reaps all three. Clients find this Slurm through ``SLURM_CONF``, which
 Needs root (slurmd starts jobs as the submitting user) and Debian's ``slurm-wlm`` and
 ``munge``; :func:`install` gets them with apt-get where they are missing. From the shell,
 ``python tools/one_node_slurm.py DIR`` starts one, prints the ``export SLURM_CONF=...`` line
-to type in another terminal (or before ``make notebooks``), and stops it on Ctrl-C.
+to type in another terminal, and stops it on Ctrl-C. ``python tools/one_node_slurm.py
+--lesson-08 DIR`` re-executes lesson 08 with such a Slurm running, so that its Slurm section
+queues a real job, and stores that job's script, output and checkpoint in lessons/slurm_run/,
+which the lesson reads on a machine without Slurm.
 """
 
 from __future__ import annotations
@@ -210,12 +213,40 @@ class OneNodeSlurm:
         return [name for name, proc in self.procs.items() if proc.poll() is None]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = ROOT / "lessons" / "08_beyond_one_machine.ipynb"
+RECORD = ROOT / "lessons" / "slurm_run"  # what the lesson reads where Slurm does not answer
+
+
+def record_lesson_08(slurm: OneNodeSlurm) -> None:
+    """Execute lesson 08 in place with ``slurm`` answering, then keep its job's files."""
+    run = [sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "--in-place", str(LESSON)]
+    subprocess.run(run, env=slurm.env, cwd=ROOT, check=True)
+    job = ROOT / "runs" / "slurm-08"
+    keep = [
+        "job.sh",
+        "slurm.out",
+        "run/checkpoint",
+        *(p.relative_to(job).as_posix() for p in job.glob("run/ckpt-*")),
+    ]
+    shutil.rmtree(RECORD, ignore_errors=True)
+    for name in keep:
+        (RECORD / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(job / name, RECORD / name)
+    print(f"stored {len(keep)} files of the job in {RECORD.relative_to(ROOT)}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
+    lesson = argv[:1] == ["--lesson-08"]
+    argv = argv[1:] if lesson else argv
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: python tools/one_node_slurm.py FOLDER", file=sys.stderr)
+        print("usage: python tools/one_node_slurm.py [--lesson-08] FOLDER", file=sys.stderr)
         return 2
     try:
         with OneNodeSlurm(argv[0]) as slurm:
+            if lesson:
+                record_lesson_08(slurm)
+                return 0
             print(f"export SLURM_CONF={slurm.env['SLURM_CONF']}", flush=True)
             print("one-node Slurm running; Ctrl-C stops it", file=sys.stderr, flush=True)
             while slurm.running() == list(DAEMONS):

@@ -16,6 +16,7 @@ from dpkit.plumbing import contract
 from tests.support.cluster_runs import ASYNC_200_ACCURACY, final_record, read_checkpoint
 from tests.support.machine import free_port
 from tests.support.paths import ROOT
+from tests.support.softmax_reference import numpy_sgd
 
 
 def test_the_command_line_exits_2_with_the_error_before_importing_tensorflow():
@@ -43,32 +44,6 @@ def start(group, task_args, names, extra):
     for name in names:
         job, index = name.split(":")
         group.start(name, "task", f"--job_name={job}", f"--task_index={index}", *task_args, *extra)
-
-
-def numpy_sgd(steps, batch, lr, seed):
-    """Softmax regression trained by plain NumPy SGD on one device, on the launcher's batches."""
-    from dpkit import data
-
-    arrays = data.load("digits", seed=seed)
-    x = arrays.x_train.reshape(len(arrays.x_train), -1).astype(np.float64)
-    y = arrays.y_train
-    w, b = (v.astype(np.float64) for v in tasks.softmax_init(x.shape[1], 10, seed))
-    rng = np.random.default_rng(seed)
-    done = 0
-    while done < steps:
-        order = rng.permutation(len(x))
-        for start in range(0, len(x) - batch + 1, batch):
-            if done == steps:
-                break
-            take = order[start : start + batch]
-            logits = x[take] @ w + b
-            p = np.exp(logits - logits.max(axis=1, keepdims=True))
-            p /= p.sum(axis=1, keepdims=True)
-            p[np.arange(batch), y[take]] -= 1.0
-            w -= lr * x[take].T @ p / batch
-            b -= lr * p.mean(axis=0)
-            done += 1
-    return w, b
 
 
 def test_mirrored_workers_equal_one_device_numpy_sgd_and_resume_exactly(tmp_path):

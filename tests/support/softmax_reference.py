@@ -1,8 +1,11 @@
-"""The independent reference for lesson 07's softmax regression trained across workers: one
-device, the whole global batch, no interruption, in plain TensorFlow (tests of the mwms and
-preempt programs compare their workers' weights and losses with it)."""
+"""The independent references for the softmax regression trained across workers: one
+device, the whole global batch, no interruption: in plain TensorFlow (tests of the mwms and
+preempt programs compare their workers' weights and losses with it) and in NumPy (the
+launcher's mirrored runs, on loopback and under Slurm)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from dpkit import tasks
 
@@ -24,3 +27,30 @@ def one_device_sgd(global_batch: int, steps: int, lr: float):
         b.assign_sub(lr * gb)
         losses.append(float(loss))
     return w, b, losses
+
+
+def numpy_sgd(steps, batch, lr, seed):
+    """Softmax regression trained by plain NumPy SGD on one device, on the batches of the
+    launcher's mirrored flavour (``python -m dpkit task``): its whole global batch each step."""
+    from dpkit import data
+
+    arrays = data.load("digits", seed=seed)
+    x = arrays.x_train.reshape(len(arrays.x_train), -1).astype(np.float64)
+    y = arrays.y_train
+    w, b = (v.astype(np.float64) for v in tasks.softmax_init(x.shape[1], 10, seed))
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < steps:
+        order = rng.permutation(len(x))
+        for start in range(0, len(x) - batch + 1, batch):
+            if done == steps:
+                break
+            take = order[start : start + batch]
+            logits = x[take] @ w + b
+            p = np.exp(logits - logits.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            p[np.arange(batch), y[take]] -= 1.0
+            w -= lr * x[take].T @ p / batch
+            b -= lr * p.mean(axis=0)
+            done += 1
+    return w, b

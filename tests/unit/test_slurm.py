@@ -69,7 +69,7 @@ def test_tensorflows_resolver_alone_fails_on_cpu_nodes_as_lesson_08_says():
     import tensorflow as tf
 
     env = step(0)
-    with slurm._environment(env):
+    with slurm.environment(env):
         resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(gpus_per_node=0)
         with pytest.raises(ValueError, match="must not be zero"):
             resolver.cluster_spec()
