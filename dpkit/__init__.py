@@ -33,6 +33,8 @@ Its modules (written by tools/layout.py):
 * ``tasks`` (lesson 07): a process per task of a local cluster, in records; the softmax steps.
 * ``launcher`` (lesson 08): reading and checking one task of a real cluster, from flags or
   TF_CONFIG.
+* ``slurm`` (lesson 08): a Slurm job of the task program: its batch script, the task from
+  SlurmClusterResolver.
 * ``scaling`` (lesson 09): the cost model of a step: alpha-beta exchange, ring and parameter-
   server traffic, overlap.
 * ``cards`` (lesson 05): model and hardware cards.

@@ -14,8 +14,9 @@ import contextlib
 import os
 import re
 import shlex
+import time
 
-from dpkit.plumbing import checks
+from dpkit.plumbing import checks, procs
 
 PORT_BASE = 2222  # task i on a node listens on PORT_BASE + i (TensorFlow's default is 8888)
 STEP = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
@@ -215,38 +216,26 @@ def batch_script(
 # ----------------------------------------------------------------------------- a job
 
 
-def _command(argv: list[str], env=None, timeout: float = 30) -> str:
-    import subprocess
-
-    try:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise RuntimeError(
-            f"{argv[0]} is not installed here: this machine is not a Slurm login node."
-        ) from None
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(argv)} failed: {(done.stderr or done.stdout).strip()}")
-    return done.stdout.strip()
+def _command(argv: list[str], env=None, cwd=None, timeout: float = 30) -> str:
+    code, out, err = procs.command(argv, env=env, cwd=cwd, timeout=timeout)
+    if code == 127:
+        raise RuntimeError(f"{argv[0]} is not installed here: this is not a Slurm login node.")
+    if code:
+        raise RuntimeError(f"{' '.join(map(str, argv))} failed: {(err or out).strip()}")
+    return out.strip()
 
 
 def available(env=None) -> bool:
     """Whether ``sbatch`` is here and a Slurm controller answers (``scontrol ping``)."""
     try:
         return "UP" in _command(["scontrol", "ping"], env, timeout=10)
-    except Exception:  # noqa: BLE001 -- not installed, refused, or hung: not usable here
+    except (RuntimeError, TimeoutError):  # not installed, refused, or hung: not usable here
         return False
 
 
 def submit(script: os.PathLike | str, env=None, cwd=None) -> int:
     """Queue a batch script with ``sbatch``; returns the job id."""
-    import subprocess
-
-    done = subprocess.run(
-        ["sbatch", "--parsable", str(script)], env=env, cwd=cwd, capture_output=True, text=True
-    )
-    if done.returncode:
-        raise RuntimeError(f"sbatch refused {script}: {(done.stderr or done.stdout).strip()}")
-    return int(done.stdout.strip().split(";")[0])
+    return int(_command(["sbatch", "--parsable", str(script)], env, cwd).split(";")[0])
 
 
 def state(job_id: int, env=None) -> str:
@@ -262,8 +251,6 @@ def wait(job_id: int, env=None, timeout: float = 300, poll: float = 0.5) -> str:
     """Wait until the job has left PENDING, RUNNING and COMPLETING (``sbatch --wait`` does
     this too, but checks less and less often: up to half a minute late); its final state.
     On a timeout the job is cancelled, and :class:`TimeoutError` says so."""
-    import time
-
     checks.positive_seconds(timeout, "timeout")
     deadline = time.monotonic() + timeout
     while (now := state(job_id, env)) in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):

@@ -213,6 +213,23 @@ class Child:
         return f"Child({self.name!r}, pid {self.pid}, {state})"
 
 
+def command(argv: list, *, env: dict | None = None, cwd=None, timeout: float = 30.0):
+    """Run a short command to its end (a scheduler's client: sbatch, scontrol, scancel) with
+    :func:`child_env` plus ``env``; ``(exit code, stdout, stderr)``. A command not installed
+    is exit code 127, as in a shell; one still running after ``timeout`` s is killed and
+    ``TimeoutError`` says so."""
+    argv = [str(a) for a in argv]
+    try:
+        done = subprocess.run(
+            argv, env=child_env(env), cwd=cwd, capture_output=True, text=True, timeout=timeout
+        )
+    except FileNotFoundError:
+        return 127, "", f"{argv[0]}: command not found"
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"{argv[0]} still runs after {timeout:g} s; stopped it") from None
+    return done.returncode, done.stdout, done.stderr
+
+
 def live(kind: str | None = None) -> list[int]:
     """PIDs of dpkit children still running (of one ``kind``, or all), for tests and the curious."""
     with _live_lock:

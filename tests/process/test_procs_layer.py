@@ -54,3 +54,14 @@ def test_kill_reaps_once_and_forgets_the_child():
     assert first == -9 and child.kill() == first
     child.close()
     assert machine.gone(child.pid) and procs.live("test") == []
+
+
+def test_command_runs_to_its_end_with_the_child_environment():
+    code, out, err = procs.command(
+        [sys.executable, "-c", "import os, sys; print(os.environ['X']); sys.exit(3)"],
+        env={"X": "given"},
+    )
+    assert (code, out.strip(), err) == (3, "given", "")
+    assert procs.command(["dpkit-no-such-command"])[0] == 127
+    with pytest.raises(TimeoutError, match="still runs after 0.5 s"):
+        procs.command([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
