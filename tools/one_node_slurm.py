@@ -70,14 +70,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _conf(folder: Path, node: str, cpus: int, memory_mb: int) -> str:
-    """slurm.conf for one node that runs every job step on this machine. Oversubscription is
-    allowed (srun -O), so a job may start more tasks than the node has CPUs."""
+def _conf(folder: Path, host: str, node: str, cpus: int, memory_mb: int) -> str:
+    """slurm.conf for one node that runs every job step on this machine. The node is called
+    ``node`` ("localhost": the name Slurm gives the tasks, so the addresses TensorFlow dials
+    resolve on any machine, whatever /etc/hosts says of ``host``) and everything talks over
+    127.0.0.1. Oversubscription is allowed (srun -O): more tasks than the node has CPUs."""
     state = folder / "state"
     return "\n".join(
         [
             "ClusterName=dpkit",
-            f"SlurmctldHost={node}",
+            f"SlurmctldHost={host}(127.0.0.1)",
             f"SlurmctldPort={_free_port()}",
             f"SlurmdPort={_free_port()}",
             "SlurmUser=root",
@@ -101,7 +103,8 @@ def _conf(folder: Path, node: str, cpus: int, memory_mb: int) -> str:
             f"SlurmdLogFile={folder / 'slurmd.log'}",
             "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none",
-            f"NodeName={node} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
+            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 CPUs={cpus} "
+            f"RealMemory={memory_mb} State=UNKNOWN",
             f"PartitionName=debug Nodes={node} Default=YES MaxTime=60 State=UP OverSubscribe=YES",
             "",
         ]
@@ -114,7 +117,8 @@ class OneNodeSlurm:
     def __init__(self, folder: str | os.PathLike, *, start_timeout: float = 60.0):
         self.folder = Path(folder).resolve()
         self.start_timeout = start_timeout
-        self.node = socket.gethostname().split(".")[0]
+        self.host = socket.gethostname().split(".")[0]  # slurmctld insists on its own name
+        self.node = "localhost"  # the node's name in Slurm, and so in every task's address
         self.procs: dict[str, subprocess.Popen] = {}
         self.env = {**os.environ, "SLURM_CONF": str(self.folder / "slurm.conf")}
         self.env["PATH"] = os.pathsep.join([self.env.get("PATH", ""), "/usr/sbin", "/sbin"])
@@ -153,10 +157,10 @@ class OneNodeSlurm:
         self._wait_for(lambda: (f / "munge.socket").exists(), "munged's socket")
         cpus = os.cpu_count() or 1
         memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20 // 2
-        (f / "slurm.conf").write_text(_conf(f, self.node, cpus, memory_mb))
+        (f / "slurm.conf").write_text(_conf(f, self.host, self.node, cpus, memory_mb))
         conf = ["-f", str(f / "slurm.conf")]
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", *conf])
-        self._spawn("slurmd", ["slurmd", "-D", *conf])
+        self._spawn("slurmd", ["slurmd", "-D", "-N", self.node, *conf])
         self._wait_for(self._idle, f"node {self.node} idle in sinfo")
 
     def _run(self, argv: list[str]) -> str:
