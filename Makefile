@@ -28,6 +28,11 @@ export PYDEVD_DISABLE_FILE_VALIDATION = 1
 
 STAMP := $(VENV)/.dpkit-$(TF_BUILD)
 
+# The course's checker (the exercises' checks) is a distribution of its own in checks/, apart
+# from the learner's library: every install here puts it beside dpkit (editable), because
+# the exercises, make test and make test-course call it; `pip install dpkit` does not.
+CHECKER := -e ./checks
+
 # The Pythons dpkit installs on. TensorFlow's wheels decide: 2.19 has cp39-cp312, 2.20
 # cp39-cp313, 2.21 cp310-cp313, so 3.10-3.13 each have at least one supported release.
 # Keep equal to pyproject's requires-python (tests/repo/test_setup_files.py checks).
@@ -125,13 +130,13 @@ check-python: ## check PYTHON and the platform as the install does, and stop
 	@$(call preflight,$(PYTHON),$(PY_MAX),TensorFlow $(TF_RANGE) publishes wheels for those)
 	@echo "dpkit: PYTHON=$(PYTHON) and this platform are fine for TensorFlow $(TF_RANGE)"
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml checks/pyproject.toml
 	@$(call preflight,$(PYTHON),$(PY_MAX),TensorFlow $(TF_RANGE) publishes wheels for those)
 	@echo "dpkit: TensorFlow build for this machine: $(TF_BUILD)  (override with TF_BUILD=cpu|cuda|macos)"
 	@$(call repair_venv,$(VENV),$(PY_MAX))
 	$(PY) -m pip install --quiet --upgrade pip
-	@echo "dpkit: installing dpkit with TensorFlow $(TF_RANGE) and JupyterLab (about 1 GB on a fresh machine)"
-	$(PY) -m pip install $(if $(LOCK),-c $(LOCK)) -e '.[$(TF_BUILD),lab,test,grade]'
+	@echo "dpkit: installing dpkit with TensorFlow $(TF_RANGE) and JupyterLab (about 1 GB on a fresh machine), and the exercises' checks (checks/)"
+	$(PY) -m pip install $(if $(LOCK),-c $(LOCK)) -e '.[$(TF_BUILD),lab,test,grade]' $(CHECKER)
 	@rm -f $(VENV)/.dpkit-* && touch $@
 
 env: $(STAMP) ## create .venv and install everything (what the other targets do first)
@@ -151,8 +156,8 @@ lab: $(STAMP) ## open JupyterLab on lesson 00 (127.0.0.1 only, token; PORT=8888)
 		$(if $(filter 0,$(shell id -u)),--allow-root) lessons/00_setup_and_devices.ipynb
 
 lint: $(STAMP) ## ruff: lint and format check of the library, tests, tools and notebooks
-	$(VENV)/bin/ruff check dpkit tests browser_tests tools benchmarks lessons solutions exercises
-	$(VENV)/bin/ruff format --check dpkit tests browser_tests tools benchmarks lessons solutions exercises
+	$(VENV)/bin/ruff check dpkit checks tests browser_tests tools benchmarks lessons solutions exercises
+	$(VENV)/bin/ruff format --check dpkit checks tests browser_tests tools benchmarks lessons solutions exercises
 
 # tests/ has four rooms, marked by folder (conftest.py): unit (no child process, no kernel:
 # tests/unit/conftest.py fails one that starts a process), process, notebooks and repo.
@@ -167,7 +172,7 @@ unit: $(STAMP) ## the fast door: tests/unit only (no child process, no kernel; u
 # tests/; the course room (tests/course: every solution run as stored with its checks
 # passing, each exercise's stubs and tabled wrong answers refused, the nbgrader workflow) is
 # make test-course's, which .ci/run runs after make test: run it after changing a solution, a
-# check (dpkit/exercises) or a table, or a library module a solution uses.
+# check (checks/dpkit_checks) or a table, or a library module a solution uses.
 # pytest-xdist runs TEST_WORKERS files at a time (--dist loadfile keeps each notebook's
 # cells, and each test file, in one worker), longest first: conftest.py orders them by the
 # seconds `make durations` stored in tests/durations.json, and --no-loadscope-reorder keeps
@@ -221,13 +226,13 @@ test-portable: $(STAMP) ## every lesson and solution with oneDNN on and one thre
 # The oldest supported TensorFlow in its own venv: the unit tests and lessons 00-03 under
 # nbval with the flags make test uses. OLDEST_TF=2.20 tries the middle release instead.
 # VENV is passed on so that tests which run make themselves (test_lab) use this venv too.
-$(OLDEST_STAMP): pyproject.toml
+$(OLDEST_STAMP): pyproject.toml checks/pyproject.toml
 	@$(call preflight,$(PYTHON),$(OLDEST_PY_MAX),TensorFlow $(OLDEST_TF) publishes wheels up to $(OLDEST_PY_MAX))
 	@$(call repair_venv,$(OLDEST_VENV),$(OLDEST_PY_MAX))
 	$(OLDEST_PY) -m pip install --quiet --upgrade pip
 	@printf '%s\n' $(foreach p,$(OLDEST_PINS),'$(p)') > $(OLDEST_VENV)/constraints.txt
 	@echo "dpkit: installing dpkit with TensorFlow $(OLDEST_TF), pinned by $(OLDEST_VENV)/constraints.txt: $(OLDEST_PINS)"
-	$(OLDEST_PY) -m pip install -c $(OLDEST_VENV)/constraints.txt -e '.[$(TF_BUILD),lab,test,grade]'
+	$(OLDEST_PY) -m pip install -c $(OLDEST_VENV)/constraints.txt -e '.[$(TF_BUILD),lab,test,grade]' $(CHECKER)
 	@rm -f $(OLDEST_VENV)/.dpkit-* && touch $@
 
 test-colab: test-oldest ## Colab's stack (TF 2.19, Keras 3.10, protobuf 5, ipywidgets 7.7): every lesson, solution, test

@@ -45,8 +45,8 @@ Its modules (written by tools/layout.py):
 * ``diagrams`` (lesson 00): pictures of devices, towers and clusters.
 * ``params`` (lesson 00): a lesson's parameters checked at once, before TensorFlow fails
   obscurely.
-* ``checking`` (lesson 00): checking.agree (a result against its reference, in float32 epsilons
-  of the magnitudes) and what exercise checks share.
+* ``checking`` (lesson 00): checking.agree: a result against its reference, in float32 epsilons
+  of the magnitudes.
 * ``memory`` (lesson 10): what one replica holds: parameters, gradients, optimizer slots,
   activations, counted from variables.
 * ``mixed`` (lesson 10): mixed precision under a strategy: the loss-scaled step, gradients all-
@@ -66,18 +66,6 @@ Its modules (written by tools/layout.py):
   fill colours hatched.
 * ``views.board`` (views, lesson 06): TensorBoard in a frame below the cell, through the proxy
   that reaches the browser.
-* ``exercises.ex01`` (exercises): the checks of exercise 01, one device.
-* ``exercises.ex02`` (exercises): the checks of exercise 02, towers.
-* ``exercises.ex03`` (exercises): the checks of exercise 03, gradient averaging.
-* ``exercises.ex04`` (exercises): the checks of exercise 04, all-reduce and MirroredStrategy.
-* ``exercises.ex05`` (exercises): the checks of exercise 05, throughput and scaling.
-* ``exercises.ex06`` (exercises): the checks of exercise 06, TensorBoard.
-* ``exercises.ex07`` (exercises): the checks of exercise 07, parameter servers.
-* ``exercises.ex08`` (exercises): the checks of exercise 08, beyond one machine.
-* ``exercises.workers`` (exercises): the check of a multi-worker answer (exercise 08): a
-  rehearsal in this process on two replicas first, then two worker processes.
-* ``exercises.ex09`` (exercises): the checks of exercise 09, predicting scale.
-* ``exercises.ex10`` (exercises): the checks of exercise 10, making data parallelism pay.
 * ``plumbing.procs`` (plumbing): the only place that starts a process: process groups, one
   registry reaped at exit, records, kills.
 * ``plumbing.contract`` (plumbing): what crosses the process boundary, written once: record

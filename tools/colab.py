@@ -14,8 +14,9 @@ outside Colab. On Colab it clones the repository at that ref once per session (t
 read files beside them: images, deploy/, the exercises they link to), installs the package
 next to Colab's own TensorFlow with %pip (tools/colab_install.py: skipped when dpkit already
 imports; it stops the notebook and asks for a restart when pip replaced a package the session
-had imported), and changes into the notebook's folder, so every relative path works as it
-does locally.
+had imported), installs the course's checker (checks/) the same way in a solution or an
+exercise, whose check cells call it (a lesson's cell does not), and changes into the
+notebook's folder, so every relative path works as it does locally.
 """
 
 from __future__ import annotations
@@ -82,8 +83,19 @@ def badge(relpath: str) -> str:
     return f"[![Open in Colab]({BADGE_IMAGE})]({badge_url(relpath)})"
 
 
+#: Folders whose notebooks have check cells: their install cell installs the course's checker
+#: too (checks/, the dpkit-checks distribution), which a lesson never needs.
+CHECKED = ("solutions", "exercises")
+
+
 def install_source(folder: str) -> str:
     """The install cell for a notebook in ``folder`` (lessons, solutions or exercises)."""
+    checker = (
+        "    # the course's checker, which this notebook's check cells call (dpkit-checks)\n"
+        f'    runpy.run_path("{CLONE}/tools/colab_install.py")["install"]("{CLONE}/checks")\n'
+        if folder in CHECKED
+        else ""
+    )
     return (
         "# On Colab only (elsewhere this cell does nothing): fetch the workbook, install dpkit\n"
         "# beside Colab's own TensorFlow, and work in this notebook's folder.\n"
@@ -92,6 +104,7 @@ def install_source(folder: str) -> str:
         f"git clone -q --depth 1 -b {ref()} https://github.com/{repository()})\n"
         "    import runpy\n\n"
         f'    runpy.run_path("{CLONE}/tools/colab_install.py")["install"]("{CLONE}")\n'
+        f"{checker}"
         f"    %cd {CLONE}/{folder}"
     )
 

@@ -19,11 +19,16 @@ refreshes the source notebooks from solutions/ and leaves grades alone.
 Students use nbgrader's own commands against the same exchange (README, "Teaching with it"):
 ``nbgrader fetch_assignment ex03 --course ID``, ``nbgrader submit ex03 --course ID``,
 ``nbgrader fetch_feedback ex03 --course ID``.
+
+Grading runs the check cells, which call the course's checker (``dpkit_checks``, installed
+from checks/ beside dpkit by ``make env``): ``autograde`` stops, saying how to install it,
+when this Python lacks it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import subprocess
@@ -35,6 +40,7 @@ import colab  # noqa: E402
 import nbio  # noqa: E402
 
 SOLUTIONS = nbio.ROOT / "solutions"
+CHECKER = "dpkit_checks"  # the course's checker (checks/), which the check cells call
 DEFAULT_EXCHANGE = "exchange"  # beside the course, unless --exchange names another folder
 STEPS = {
     "release": [["generate_assignment", "--force"], ["release_assignment", "--force"]],
@@ -112,6 +118,12 @@ def run_step(step: str, root: Path, assignment: str) -> None:
         raise SystemExit(f"error: no assignment {assignment!r}; the course has {', '.join(known)}")
     if not (root / "nbgrader_config.py").exists():
         raise SystemExit(f"error: {root} is not a course folder: run `tools/course.py new {root}`")
+    if step == "autograde" and importlib.util.find_spec(CHECKER) is None:
+        # Without it every check cell fails at its import and every student scores 0.
+        raise SystemExit(
+            f"error: the exercises' checks ({CHECKER}) are not installed in {sys.executable}: "
+            f"run `{sys.executable} -m pip install -e {nbio.ROOT / 'checks'}` (make env does)"
+        )
     for args in STEPS[step]:
         print(f"course: nbgrader {args[0]} {assignment}", flush=True)
         nbgrader(root, args[0], assignment, *args[1:])

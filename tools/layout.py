@@ -26,7 +26,10 @@ INIT = "dpkit/__init__.py"
 BEGIN, END = "<!-- layout: written by tools/layout.py -->", "<!-- end of layout -->"
 DOC_BEGIN, DOC_END = "Its modules (written by tools/layout.py):", "(end of the list)"
 #: The folders the map fences: every .py file under them belongs to a tier.
-FENCED = ("dpkit", "tools", "benchmarks", "tests", "browser_tests")
+FENCED = ("dpkit", "checks", "tools", "benchmarks", "tests", "browser_tests")
+#: Folders that hold a distribution of their own (its pyproject.toml beside its package):
+#: a module's import name starts below them (checks/dpkit_checks/ex01.py is dpkit_checks.ex01).
+DISTRIBUTIONS = ("checks",)
 
 
 def load(root: pathlib.Path = ROOT) -> dict:
@@ -61,8 +64,11 @@ def _match(path: str, pattern: str) -> bool:
 
 
 def module_name(path: str) -> str:
-    """``dpkit/summaries/board.py`` -> ``dpkit.summaries.board``."""
+    """``dpkit/summaries/board.py`` -> ``dpkit.summaries.board``; ``checks/dpkit_checks/ex01.py``
+    -> ``dpkit_checks.ex01``."""
     parts = list(pathlib.PurePosixPath(path).with_suffix("").parts)
+    if parts[0] in DISTRIBUTIONS:
+        parts.pop(0)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)

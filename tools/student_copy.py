@@ -3,19 +3,19 @@
     python tools/student_copy.py OUT [--ref student] [--repository OWNER/NAME]
     python tools/student_copy.py --check OUT     # only look for answers in OUT
 
-(`make student-copy OUT=...` runs it.) OUT receives the committed files a student needs:
-the lessons, the exercises, dpkit, the Makefile, the set-up files and the deployment
-examples, but not ``solutions/``, ``tests/`` (the wrong-answer tables hold near-answers) or
-``browser_tests/``. In the copy, pyproject's ``[tool.dpkit.launch] ref`` (and, with
-``--repository``, its Repository address) name where the copy will be published, and every
-Colab badge, install cell and Binder badge is rewritten to match, so a student who opens a
-notebook on Colab clones the copy, never the branch that holds the solutions. Then OUT is
-checked: no file may hold an answer region of a solution (the lines between ``### BEGIN
-SOLUTION`` and ``### END SOLUTION``, compared line by line without indentation, blank lines
-or comments), a notebook may hold no marker, and no folder may be named ``solutions``.
-The exercises lose their first cell, which links to their solution. Publish it with,
-e.g., ``git -C OUT init && git -C OUT add -A && git -C OUT commit -m student && git -C OUT
-push <remote> HEAD:student``.
+(`make student-copy OUT=...` runs it.) OUT receives the committed files a student needs: the
+lessons, the exercises, dpkit, the exercises' checks (checks/, which the check cells call), the
+Makefile, the set-up files and the deployment examples, but not ``solutions/``, ``tests/`` (the
+wrong-answer tables hold near-answers) or ``browser_tests/``. In the copy, pyproject's
+``[tool.dpkit.launch] ref`` (and, with ``--repository``, its Repository address) name where the
+copy will be published, and every Colab badge, install cell and Binder badge is rewritten to
+match, so a student who opens a notebook on Colab clones the copy, never the branch that holds
+the solutions. Then OUT is checked: no file may hold an answer region of a solution (the lines
+between ``### BEGIN SOLUTION`` and ``### END SOLUTION``, compared line by line without
+indentation, blank lines or comments), a notebook may hold no marker, and no folder may be
+named ``solutions``. The exercises lose their first cell, which links to their solution.
+Publish it with, e.g., ``git -C OUT init && git -C OUT add -A && git -C OUT commit -m student
+&& git -C OUT push <remote> HEAD:student``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""dpkit.exercises.ex04's training-step check, in a fresh process with three logical CPUs
+"""dpkit_checks.ex04's training-step check, in a fresh process with three logical CPUs
 (MirroredStrategy over 1, 2 and 3 of them): a right step passes; wrong ones fail, each with
 the message that names its mistake."""
 
@@ -12,7 +12,7 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
         import keras
         import tensorflow as tf
         from dpkit import devices
-        from dpkit.exercises import ex04
+        from dpkit_checks import ex04
 
         setup = devices.setup(3)
         per_example_loss = keras.losses.SparseCategoricalCrossentropy(

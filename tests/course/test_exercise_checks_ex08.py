@@ -108,7 +108,7 @@ def test_two_workers_rehearse_then_run_two_processes():
         import json
         from dpkit import devices
         setup = devices.setup(3)
-        from dpkit.exercises import ex08, workers
+        from dpkit_checks import ex08, workers
         from dpkit.plumbing import procs
         from tests.course import test_exercise_checks_ex08 as answers
 

@@ -11,6 +11,9 @@ touches this environment and no network is needed. Three sessions:
   ``standin 1.0 -> 2.0``, and say to restart;
 * ``standin`` 1.0 installed, never imported: the cell installs and goes on into the folder;
 * after the restart (``fakebook`` installed): the cell installs nothing.
+
+Then an exercise's cell against a lesson's: the clone also holds ``checks/`` (a tiny
+``fakechecks``, standing for the course's checker), which only the exercise's cell installs.
 """
 
 from __future__ import annotations
@@ -89,6 +92,9 @@ def colab_like(tmp_path_factory):
         (ROOT / "tools" / "colab_install.py").read_text(encoding="utf-8"), encoding="utf-8"
     )
     (clone / "lessons").mkdir()
+    (clone / "exercises").mkdir()
+    # the course's checker beside it: installed by the cell of an exercise, not of a lesson
+    _project(clone / "checks", "fakechecks", "0.1", [])
     shell = top / "shim" / "google" / "colab"  # a namespace package beside the real google.*
     shell.mkdir(parents=True)
     (shell / "__init__.py").write_text("", encoding="utf-8")
@@ -97,12 +103,13 @@ def colab_like(tmp_path_factory):
         "class Shell(InteractiveShell):\n    pass\n",
         encoding="utf-8",
     )
-    cell = colab.install_source("lessons").replace(colab.CLONE, str(clone))
-    cell = cell.replace(f"cd {Path(colab.CLONE).parent} ", f"cd {content} ")
-    (top / "cell.py").write_text(cell, encoding="utf-8")
+    for folder in ("lessons", "exercises"):
+        cell = colab.install_source(folder).replace(colab.CLONE, str(clone))
+        cell = cell.replace(f"cd {Path(colab.CLONE).parent} ", f"cd {content} ")
+        (top / f"cell-{folder}.py").write_text(cell, encoding="utf-8")
     (top / "shell.py").write_text(SHELL, encoding="utf-8")
 
-    def run(site: Path, *session: str) -> dict:
+    def run(site: Path, *session: str, folder: str = "lessons") -> dict:
         env = {
             **os.environ,
             "PYTHONPATH": f"{site}{os.pathsep}{top / 'shim'}",
@@ -116,7 +123,7 @@ def colab_like(tmp_path_factory):
             "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         }
         done = subprocess.run(
-            [sys.executable, str(top / "shell.py"), str(top / "cell.py"), *session],
+            [sys.executable, str(top / "shell.py"), str(top / f"cell-{folder}.py"), *session],
             cwd=top,
             capture_output=True,
             text=True,
@@ -162,3 +169,15 @@ def test_the_cell_goes_on_when_nothing_imported_was_replaced(colab_like):
     assert result["error"] is None, result["out"]
     assert "installed fakebook; pip also installed or upgraded: standin 2.0" in result["out"]
     assert result["cwd"] == str(clone / "lessons")
+
+
+def test_an_exercises_cell_installs_the_checker_too_and_a_lessons_cell_does_not(colab_like):
+    run, fresh_site, clone = colab_like
+    lesson = run(fresh_site("site-lesson"))
+    assert lesson["error"] is None, lesson["out"]
+    assert "fakechecks" not in lesson["out"]
+    exercise = run(fresh_site("site-exercise"), folder="exercises")
+    assert exercise["error"] is None, exercise["out"]
+    assert "installed fakebook" in exercise["out"], exercise["out"]
+    assert "installed fakechecks" in exercise["out"], exercise["out"]
+    assert exercise["cwd"] == str(clone / "exercises")

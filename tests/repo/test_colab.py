@@ -107,10 +107,14 @@ def test_install_cell_acts_on_colab_only(folder):
     source = colab.install_source(folder)
     assert run_cell_as("ipykernel.zmqshell", source) == []  # Jupyter, papermill, nbval
     calls = run_cell_as("google.colab._shell", source)
-    assert [kind for kind, _ in calls] == ["!", "install", "%"]
+    # a notebook with check cells installs the course's checker (checks/) too; a lesson not
+    checker = ["install"] if folder in ("solutions", "exercises") else []
+    assert [kind for kind, _ in calls] == ["!", "install", *checker, "%"]
     assert "git clone -q" in calls[0][1] and colab.repository() in calls[0][1]
     assert calls[1][1] == "/content/dpkit/tools/colab_install.py /content/dpkit"
-    assert calls[2][1] == f"cd /content/dpkit/{folder}"
+    if checker:
+        assert calls[2][1] == "/content/dpkit/tools/colab_install.py /content/dpkit/checks"
+    assert calls[-1][1] == f"cd /content/dpkit/{folder}"
 
 
 def test_install_commands_clone_once(tmp_path):

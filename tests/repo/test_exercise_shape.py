@@ -4,7 +4,7 @@ Read from the solution notebooks (the exercises are generated from them, and nbg
 releases them): every lesson after 00 has an exercise; before each marked answer sits a
 markdown cell tagged ``hints`` whose three ``<details>`` blocks open one at a time (the
 idea, then the API, then most of the answer); each check cell is a few lines that call a
-check function of ``dpkit.exercises``, where the check's code lives and is tested.
+check function of ``dpkit_checks``, where the check's code lives and is tested.
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ def test_check_cells_are_short_and_call_a_library_check(path):
         lines = code_lines(source)
         assert len(lines) <= CHECK_LINES, (
             f"{path.name} {name}: {len(lines)} lines of code; move the work into a function "
-            f"of dpkit.exercises (at most {CHECK_LINES} here)"
+            f"of dpkit_checks (at most {CHECK_LINES} here)"
         )
-        assert "dpkit.exercises" in source, f"{path.name} {name}: calls no dpkit.exercises check"
+        assert "dpkit_checks" in source, f"{path.name} {name}: calls no dpkit_checks check"
 
 
 def test_the_tier_reader_sees_order_and_bodies():
@@ -82,5 +82,5 @@ def test_the_tier_reader_sees_order_and_bodies():
         ("Hint 1 · the idea", "split it"),
         ("Hint 2 · the API", "`tf.split`"),
     ]
-    cell = '"""Check 1: x.\n\nmore"""\n# why\nfrom dpkit.exercises import ex01\n\nf()'
-    assert code_lines(cell) == ["from dpkit.exercises import ex01", "f()"]
+    cell = '"""Check 1: x.\n\nmore"""\n# why\nfrom dpkit_checks import ex01\n\nf()'
+    assert code_lines(cell) == ["from dpkit_checks import ex01", "f()"]

@@ -3,7 +3,7 @@
 Nothing here imports dpkit or TensorFlow: the files are parsed with ``ast``, and each
 problem names the file and line that breaks a rule.
 
-* every .py file of dpkit/, tools/, benchmarks/, tests/ and browser_tests/ is on the map;
+* every .py file of dpkit/, checks/, tools/, benchmarks/, tests/ and browser_tests/ is on the map;
 * a file imports only modules of the tiers its row allows (``imports``, and its own tier
   unless ``own = false``: a test module never imports another test module). A bare import of
   a module in the file's own folder counts as one: browser_tests/ has no ``__init__.py`` and
@@ -11,9 +11,12 @@ problem names the file and line that breaks a rule.
 * a lesson module imports only modules of its own or earlier lessons (the lesson of a module
   is the first notebook in lessons/ that imports it), but for the map's ``ahead`` pairs;
 * the imports have no cycle, at module level or inside functions;
-* in dpkit/ and benchmarks/ only ``dpkit/plumbing/procs.py`` starts processes;
-* no dpkit module is over ``MAX_LINES`` lines, and no module of dpkit/, tools/ or
-  benchmarks/ uses another module's underscore name;
+* in dpkit/, checks/ and benchmarks/ only ``dpkit/plumbing/procs.py`` starts processes;
+* no module of dpkit/ or checks/ is over ``MAX_LINES`` lines, and no module of dpkit/,
+  checks/, tools/ or benchmarks/ uses another module's underscore name;
+* the course's checker (checks/, the ``dpkit_checks`` package) stays apart from the learner's
+  library: no lesson imports it, no dpkit module imports or starts it, and dpkit holds no
+  check module;
 * dpkit/README.md's tables and dpkit/__init__.py's module list are the map's
   (``python tools/layout.py`` writes them), and every dpkit module has a row in it.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import json
 import pathlib
 import re
 from dataclasses import dataclass, field
@@ -35,7 +39,9 @@ MAX_LINES = 500
 PROCS = "dpkit.plumbing.procs"
 CHILD = "dpkit.plumbing.procs.Child instead"
 #: The top-level names whose modules the map fences.
-FENCED = {"dpkit", "tools", "benchmarks", "tests", "browser_tests", "conftest"}
+FENCED = {"dpkit", "dpkit_checks", "tools", "benchmarks", "tests", "browser_tests", "conftest"}
+#: The course's checker: its own distribution (checks/), which the learner's library never reaches.
+CHECKER = "dpkit_checks"
 
 
 @dataclass
@@ -194,18 +200,18 @@ def long_modules(modules) -> list[str]:
     return [
         f"{m.where}: {m.lines} lines (split it by idea)"
         for m in modules.values()
-        if m.where.startswith("dpkit/") and m.lines > MAX_LINES
+        if m.where.startswith(("dpkit/", "checks/")) and m.lines > MAX_LINES
     ]
 
 
-def test_every_dpkit_module_is_at_most_500_lines(modules):
+def test_every_dpkit_and_checker_module_is_at_most_500_lines(modules):
     _report(long_modules(modules), f"modules over {MAX_LINES} lines")
 
 
 def process_starts(modules) -> list[str]:
     problems = []
     for m in modules.values():
-        if m.name == PROCS or m.name.split(".")[0] not in ("dpkit", "benchmarks"):
+        if m.name == PROCS or m.name.split(".")[0] not in ("dpkit", CHECKER, "benchmarks"):
             continue
         for node in ast.walk(m.tree):
             popen = (isinstance(node, ast.Attribute) and node.attr == "Popen") or (
@@ -253,7 +259,7 @@ def _dotted(node: ast.Attribute) -> list[str] | None:
 def private_uses(modules) -> list[str]:
     problems = []
     for m in modules.values():
-        if m.name.split(".")[0] not in ("dpkit", "tools", "benchmarks"):
+        if m.name.split(".")[0] not in ("dpkit", CHECKER, "tools", "benchmarks"):
             continue
         for node in ast.walk(m.tree):
             if isinstance(node, ast.ImportFrom):
@@ -381,6 +387,147 @@ def upward_imports(modules) -> list[str]:
 
 def test_imports_go_down_the_tiers(modules):
     _report(upward_imports(modules), "imports the map does not allow (pyproject.toml)")
+
+
+# --- the course's checker, apart from the learner's library ---------------------------------
+
+
+def lessons_using_the_checker(root: pathlib.Path = ROOT) -> list[str]:
+    """Every code cell of lessons/*.ipynb that names the checker (an import, ``-m``, ``%run``)."""
+    problems = []
+    for path in sorted((root / "lessons").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for index, cell in enumerate(cells):
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and re.search(rf"\b{CHECKER}\b", source):
+                problems.append(
+                    f"lessons/{path.name} cell {index}: names {CHECKER}; a lesson imports dpkit "
+                    "only (the checks are the exercises')"
+                )
+    return problems
+
+
+def test_no_lesson_uses_the_checker():
+    _report(lessons_using_the_checker(), "lessons that reach the course's checker")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring nodes of a module, its classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        is_expr = isinstance(body, list) and bool(body) and isinstance(body[0], ast.Expr)
+        first = body[0].value if is_expr else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            found.add(id(first))
+    return found
+
+
+def checker_in_the_library(modules) -> list[str]:
+    """dpkit's part in the checker: a check module inside dpkit, an import of the checker (at
+    module level or in a function), a string naming one of its modules (``-m dpkit_checks.x``),
+    code rewritten at run time (an assignment to a function's ``__code__``)."""
+    problems = []
+    for m in modules.values():
+        parts = m.name.split(".")
+        if parts[0] != "dpkit":
+            continue
+        if m.tier_name == "checks" or any(
+            p in ("exercises", CHECKER) or re.fullmatch(r"ex\d\d", p) for p in parts[1:]
+        ):
+            problems.append(f"{m.where}: a check module in dpkit; it belongs in checks/{CHECKER}/")
+        for imported, line in m.imports:
+            if imported.split(".")[0] == CHECKER:
+                problems.append(_problem(m, line, f"imports {imported}: dpkit never reaches it"))
+        docstrings = _docstrings(m.tree)
+        for node in ast.walk(m.tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and re.search(rf"\b{CHECKER}\b", node.value)
+            ):
+                problems.append(_problem(m, node.lineno, f"names {CHECKER} in {node.value!r}"))
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in [t for x in targets for t in ast.walk(x)]:
+                if isinstance(target, ast.Attribute) and target.attr == "__code__":
+                    problems.append(_problem(m, node.lineno, "rewrites a function's __code__"))
+    return sorted(set(problems))
+
+
+def test_dpkit_holds_no_part_of_the_checker(modules):
+    _report(checker_in_the_library(modules), "the course's checker inside the learner's library")
+
+
+def test_the_checker_is_its_own_distribution_and_not_dpkits(modules):
+    """dpkit's package list names no checker package; checks/ builds dpkit_checks on its own;
+    every file of checks/dpkit_checks/ is on the checks tier."""
+    top = the_map.tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = top["tool"]["setuptools"]["packages"]
+    assert all(p == "dpkit" or p.startswith("dpkit.") for p in packages), packages
+    assert not [p for p in packages if "exercises" in p or CHECKER in p], packages
+    own = the_map.tomllib.loads((ROOT / "checks" / "pyproject.toml").read_text(encoding="utf-8"))
+    assert own["project"]["name"] == "dpkit-checks"
+    assert own["tool"]["setuptools"]["packages"] == [CHECKER]
+    assert "dpkit" in own["project"]["dependencies"]
+    checker = [m for m in modules.values() if m.name.split(".")[0] == CHECKER]
+    assert {m.name for m in checker} >= {f"{CHECKER}.ex{n:02d}" for n in range(1, 11)}
+    assert {m.tier_name for m in checker} == {"checks"}, [(m.where, m.tier_name) for m in checker]
+
+
+def test_the_checker_rules_catch_what_they_are_for(tmp_path):
+    (tmp_path / "lessons").mkdir()
+    lesson = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["the checks are in dpkit_checks"]},
+            {"cell_type": "code", "source": ["from dpkit import towers\n"]},
+            {"cell_type": "code", "source": ["from dpkit_checks import ex02\n"]},
+        ]
+    }
+    (tmp_path / "lessons" / "02_towers.ipynb").write_text(json.dumps(lesson))
+    assert lessons_using_the_checker(tmp_path) == [
+        "lessons/02_towers.ipynb cell 2: names dpkit_checks; a lesson imports dpkit only "
+        "(the checks are the exercises')"
+    ]
+    layout = copy.deepcopy(FAKE_LAYOUT)
+    layout["tier"].insert(
+        0,
+        {
+            "name": "checks",
+            "paths": ["checks/dpkit_checks/*.py"],
+            "imports": ["lesson"],
+            "says": "",
+        },
+    )
+    modules = _fake(
+        tmp_path,
+        {
+            "dpkit/__init__.py": "",
+            "dpkit/towers.py": '"""Checked by dpkit_checks."""\nx = 1\n',
+            "dpkit/exercises/__init__.py": "",
+            "dpkit/exercises/ex02.py": "",
+            "dpkit/bench.py": "def f():\n    import dpkit_checks.ex02\n",
+            "dpkit/meter.py": "ARGV = ['-m', 'dpkit_checks.workers']\n",
+            "dpkit/checking.py": "def off(f, g):\n    f.__code__ = g.__code__\n",
+            "checks/dpkit_checks/__init__.py": "",
+            "checks/dpkit_checks/ex02.py": "from dpkit import towers\n",
+        },
+        layout,
+    )
+    assert modules["dpkit_checks.ex02"].tier_name == "checks"
+    # the checker may import the lesson tier; the lesson tier may not import the checker
+    assert upward_imports(modules) == [
+        "dpkit/bench.py:2: lesson imports dpkit_checks (checks); it may import lesson, plumbing",
+        "dpkit/bench.py:2: lesson imports dpkit_checks.ex02 (checks); it may import lesson, "
+        "plumbing",
+    ]
+    assert checker_in_the_library(modules) == [
+        "dpkit/bench.py:2: imports dpkit_checks.ex02: dpkit never reaches it",
+        "dpkit/checking.py:2: rewrites a function's __code__",
+        "dpkit/exercises/__init__.py: a check module in dpkit; it belongs in checks/dpkit_checks/",
+        "dpkit/exercises/ex02.py: a check module in dpkit; it belongs in checks/dpkit_checks/",
+        "dpkit/meter.py:1: names dpkit_checks in 'dpkit_checks.workers'",
+    ]
 
 
 def later_lesson_imports(modules, lessons: dict[str, int], ahead) -> list[str]:

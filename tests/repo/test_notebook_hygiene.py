@@ -117,8 +117,8 @@ def test_imports_only_in_the_first_code_cell(path):
 
 
 def _imports_a_check(node) -> bool:
-    """``from dpkit.exercises import ex03``: what a check cell may import."""
-    return isinstance(node, ast.ImportFrom) and node.module == "dpkit.exercises"
+    """``from dpkit_checks import ex03``: what a check cell may import."""
+    return isinstance(node, ast.ImportFrom) and node.module == "dpkit_checks"
 
 
 @pytest.mark.parametrize("path", LESSONS + SOLUTIONS, ids=ids(LESSONS + SOLUTIONS))

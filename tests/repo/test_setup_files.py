@@ -244,7 +244,7 @@ def stand_in(path: Path, body: str) -> Path:
     return path
 
 
-def test_postbuild_installs_dpkit_with_cpu_and_lab_from_the_root(tmp_path):
+def test_postbuild_installs_dpkit_with_cpu_and_lab_and_the_checker_from_the_root(tmp_path):
     """postBuild runs with a stand-in `python` that records how it is called."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -259,7 +259,8 @@ def test_postbuild_installs_dpkit_with_cpu_and_lab_from_the_root(tmp_path):
     assert all(Path(cwd) == ROOT for cwd, _ in calls)
     targets = [a for a in installs[0][3:] if not a.startswith("-")]
     assert "-e" not in installs[0] and "--editable" not in installs[0], "install, not -e"
-    assert len(targets) == 1
+    # dpkit, and the course's checker beside it (the exercises' check cells call it)
+    assert len(targets) == 2 and targets[1] == "./checks", targets
     m = re.fullmatch(r"\.\[([a-z,]+)\]", targets[0])
     assert m and {"cpu", "lab"} <= set(m.group(1).split(",")), targets
 

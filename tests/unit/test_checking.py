@@ -1,82 +1,9 @@
-"""dpkit.checking: dpkit's own functions switched off while a check runs, and back after."""
+"""dpkit.checking.agree: a result against its reference, with a float32 bar."""
 
 import numpy as np
 import pytest
 
-from dpkit import checking, towers
-
-
-def test_a_switched_off_function_fails_the_check_and_comes_back():
-    original = towers.split_batch
-    refusal = r"calls dpkit's towers.split_batch: .*yourself"
-    with (
-        checking.switched_off(towers, "split_batch", "make_parallel"),
-        pytest.raises(AssertionError, match=refusal),
-    ):
-        towers.split_batch([1, 2], [1, 2], 2)
-    assert towers.split_batch is original
-
-
-def test_it_comes_back_when_the_block_raises():
-    original = towers.make_parallel
-    with pytest.raises(KeyError), checking.switched_off(towers, "make_parallel"):
-        raise KeyError("learner's error")
-    assert towers.make_parallel is original
-
-
-def test_a_name_the_module_lacks_is_a_mistake_in_the_check():
-    with (
-        pytest.raises(ValueError, match="dpkit.towers has no split_evnly"),
-        checking.switched_off(towers, "split_evnly"),
-    ):
-        pass
-
-
-def test_a_re_exported_name_is_switched_off_where_it_lives_too():
-    from dpkit import bench, report
-
-    assert bench.Report is report.Report
-    with checking.switched_off(bench, "Report"):
-        for module in (bench, report):
-            with pytest.raises(AssertionError, match="the exercise is to write it yourself"):
-                module.Report([])
-    assert bench.Report is report.Report and report.Report.__name__ == "Report"
-
-
-def test_an_alias_made_before_the_check_refuses_too():
-    """A learner's `from dpkit.towers import make_parallel as mp` must not get round it."""
-    from dpkit import bench
-    from dpkit.report import Report as MyReport
-    from dpkit.towers import make_parallel as mp
-
-    with checking.switched_off(towers, "make_parallel"), checking.switched_off(bench, "Report"):
-        with pytest.raises(AssertionError, match="towers.make_parallel: .*yourself"):
-            mp(lambda x: x, ["/cpu:0"], x=np.zeros((2, 1)))
-        with pytest.raises(AssertionError, match="bench.Report: .*yourself"):
-            MyReport([])
-    assert mp is towers.make_parallel and mp.__code__.co_name == "make_parallel"
-    assert "refused" not in MyReport.__init__.__qualname__
-
-
-def test_what_cannot_be_switched_off_is_named():
-    def outer():
-        y = 1
-
-        def inner():
-            return y
-
-        return inner
-
-    import types as _types
-
-    fake = _types.ModuleType("dpkit.fake")
-    fake.inner = outer()
-    with (
-        pytest.raises(ValueError, match="cannot switch off fake.inner"),
-        checking.switched_off(fake, "inner"),
-    ):
-        pass
-
+from dpkit import checking
 
 # --- checking.agree: a float32 bar relative to the magnitudes ---------------------------
 

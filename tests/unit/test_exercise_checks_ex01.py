@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dpkit.exercises import ex01
+from dpkit_checks import ex01
 
 # --- check 1: the decayed learning rate
 

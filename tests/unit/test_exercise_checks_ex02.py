@@ -1,4 +1,4 @@
-"""dpkit.exercises.ex02: the checks pass a right answer and fail wrong ones, saying why.
+"""dpkit_checks.ex02: the checks pass a right answer and fail wrong ones, saying why.
 
 The towers run on one device named four times (a unit test cannot split the CPU: TensorFlow
 may already run in this process), with a small dense model; what a wrong device looks like
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dpkit.exercises import ex02
+from dpkit_checks import ex02
 
 CPU = "/device:CPU:0"
 FOUR = (CPU,) * 4

@@ -1,4 +1,4 @@
-"""dpkit.exercises.ex03: the checks pass a right answer and fail wrong ones, saying why.
+"""dpkit_checks.ex03: the checks pass a right answer and fail wrong ones, saying why.
 
 The towers run on one device named four times (a unit test cannot split the CPU: TensorFlow
 may already run in this process), with a small dense model."""
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dpkit.exercises import ex03
+from dpkit_checks import ex03
 
 FOUR = ("/device:CPU:0",) * 4
 

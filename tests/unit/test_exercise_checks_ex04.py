@@ -1,10 +1,10 @@
-"""dpkit.exercises.ex04's input-function check: a right answer passes, wrong ones fail saying
+"""dpkit_checks.ex04's input-function check: a right answer passes, wrong ones fail saying
 why. (The training-step check needs three devices, so a fresh process:
 tests/course/test_exercise_checks_ex04.py.)"""
 
 import pytest
 
-from dpkit.exercises import ex04
+from dpkit_checks import ex04
 
 
 def _per_replica(context, global_batch):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dpkit import meter
-from dpkit.exercises import ex05
+from dpkit_checks import ex05
 
 
 def median_throughput(step_seconds, batch, warmup_steps, window_steps):

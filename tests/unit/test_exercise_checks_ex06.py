@@ -10,7 +10,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.util import tensor_util
 
-from dpkit.exercises import ex06
+from dpkit_checks import ex06
 
 
 def summaries_with(std=None, scoped=True):

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from dpkit.exercises import ex07
+from dpkit_checks import ex07
 
 
 def tf_config(check_index=True, key="index", sort=False, mutate=False):

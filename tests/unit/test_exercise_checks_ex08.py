@@ -11,7 +11,7 @@ import shlex
 import pytest
 
 from dpkit import checking
-from dpkit.exercises import ex08, workers
+from dpkit_checks import ex08, workers
 
 
 def _lines(hosts, extra_flags, join=shlex.join):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dpkit import cards, published, scaling
-from dpkit.exercises import ex09
+from dpkit_checks import ex09
 
 
 def ring_seconds(devices, nbytes, bandwidth_bytes_per_s, latency_s):

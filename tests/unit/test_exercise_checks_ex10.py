@@ -1,4 +1,4 @@
-"""dpkit.exercises.ex10: the checks pass a right answer and fail wrong ones, saying why.
+"""dpkit_checks.ex10: the checks pass a right answer and fail wrong ones, saying why.
 
 The shards live on one device named three times (a unit test cannot split the CPU:
 TensorFlow may already run in this process)."""
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from dpkit.exercises import ex10
+from dpkit_checks import ex10
 
 THREE = ("/device:CPU:0",) * 3
 

@@ -296,7 +296,7 @@ WRONG: list[Wrong] = [
         2,
         "the check's own reference",
         """
-        from dpkit.exercises import ex05
+        from dpkit_checks import ex05
 
         return ex05.reference_reading(windows)
         """,

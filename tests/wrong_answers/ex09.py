@@ -226,7 +226,7 @@ WRONG: list[Wrong] = [
         2,
         "the check's own step",
         """
-        from dpkit.exercises import ex09
+        from dpkit_checks import ex09
 
         return ex09.step(compute_s, devices, nbytes, bandwidth_bytes_per_s, latency_s, overlap)
         """,

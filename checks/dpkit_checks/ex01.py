@@ -16,6 +16,7 @@ from unittest import mock
 import numpy as np
 
 from dpkit import checking
+from dpkit_checks import switching
 
 
 def _call(what: str, fn, *args, **kwargs):
@@ -311,7 +312,7 @@ def _no_shortcuts(model):
     with contextlib.ExitStack() as stack:
         for module, names in finished:
             names = [name for name in names if hasattr(module, name)]
-            stack.enter_context(checking.switched_off(module, *names))
+            stack.enter_context(switching.switched_off(module, *names))
         yield
 
 

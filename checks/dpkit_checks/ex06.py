@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from dpkit import checking
+from dpkit_checks import switching
 
 
 @contextlib.contextmanager
@@ -88,7 +89,7 @@ def check_variable_summaries(my_variable_summaries) -> str:
     with tempfile.TemporaryDirectory() as folder, _quiet():
         writer = tf.summary.create_file_writer(folder)
         try:
-            with writer.as_default(), checking.switched_off(summaries, "variable_summaries"):
+            with writer.as_default(), switching.switched_off(summaries, "variable_summaries"):
                 for name, tensor in tensors.items():
                     _call("my_variable_summaries", my_variable_summaries, tensor, name, steps[name])
         finally:
@@ -236,7 +237,7 @@ def check_read_scalars(read_scalars) -> str:
     with tempfile.TemporaryDirectory() as root, _quiet():
         cases = _event_folders(Path(root))
         for (folder, tag), files in cases.items():
-            with checking.switched_off(summaries, "read"):
+            with switching.switched_off(summaries, "read"):
                 what = f"read_scalars({folder.name!r}, {tag!r})"
                 result = _call(what, read_scalars, str(folder), tag, notes=_READ_ERRORS)
             _compare_scalars(result, files, what)

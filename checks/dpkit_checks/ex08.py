@@ -2,7 +2,7 @@
 exercises/08_*.ipynb (each docstring says what it varies and what its reference is).
 
 :func:`check_two_workers` rehearses in this process, then starts two worker processes: its
-machinery is in :mod:`dpkit.exercises.workers`.
+machinery is in :mod:`dpkit_checks.workers`.
 """
 
 from __future__ import annotations
@@ -229,9 +229,9 @@ def check_two_workers(dataset_fn, replica_step, devices=None, timeout: float = 3
     needed; by default TensorFlow's logical devices) in this process first, then, for an
     answer that passes, runs two worker processes. Reference: plain SGD on one device over
     the global batches, in float64 NumPy. The machinery, and what it varies:
-    :func:`dpkit.exercises.workers.check_two_workers`.
+    :func:`dpkit_checks.workers.check_two_workers`.
     """
-    from dpkit.exercises import workers
+    from dpkit_checks import workers
 
     return workers.check_two_workers(dataset_fn, replica_step, devices, timeout)
 

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from dpkit import checking, meter
+from dpkit_checks import switching
 
 #: what a verdict of :func:`check_read_sweep` may be
 VERDICTS = ("faster", "slower", "unclear")
@@ -23,8 +24,8 @@ def _answer_running():
     """While the learner's code runs: dpkit's meter, and this module's own references, refuse."""
     references = ("_window_rates", "reference_reading", "_verdict")
     with (
-        checking.switched_off(meter, "ThroughputMeter", "Summary"),
-        checking.switched_off(sys.modules[__name__], *references),
+        switching.switched_off(meter, "ThroughputMeter", "Summary"),
+        switching.switched_off(sys.modules[__name__], *references),
     ):
         yield
 

@@ -9,7 +9,7 @@ a file with ``tf``, ``np`` and ``keras`` imported), as 2 and then 3 workers of o
 ``dataset_fn`` is called with each worker's ``InputContext`` and each replica is fed its
 worker's batches. Two or three workers in one process are still not two processes: what only
 a cluster shows (a step applied on the chief only, read from the cluster resolver) is left to
-the worker processes, ``python -m dpkit.exercises.workers SPEC`` (:func:`_worker`).
+the worker processes, ``python -m dpkit_checks.workers SPEC`` (:func:`_worker`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import textwrap
 import numpy as np
 
 from dpkit import checking
-from dpkit.exercises import mirrored
 from dpkit.plumbing import procs
+from dpkit_checks import mirrored
 
 _FEATURES, _CLASSES = 5, 3
 #: per-worker batch (odd on purpose), steps and learning rate; the two-worker run's global
@@ -371,7 +371,7 @@ def _two_processes(work: str, x, y, w0, b0, timeout: float) -> list[list[np.ndar
 
 
 def _worker(folder: str) -> None:
-    """One worker of :func:`check_two_workers` (``python -m dpkit.exercises.workers FOLDER``)."""
+    """One worker of :func:`check_two_workers` (``python -m dpkit_checks.workers FOLDER``)."""
     import tensorflow as tf
 
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]

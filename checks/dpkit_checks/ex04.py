@@ -20,7 +20,7 @@ from collections import Counter
 import numpy as np
 
 from dpkit import checking
-from dpkit.exercises import mirrored
+from dpkit_checks import mirrored, switching
 
 
 @contextlib.contextmanager
@@ -395,8 +395,8 @@ def check_train_step(make_train_step, devices) -> str:
         )
     with (
         _quiet(),
-        checking.switched_off(towers, "make_mirrored_train_step"),
-        checking.switched_off(accumulation, "make_accumulating_steps"),
+        switching.switched_off(towers, "make_mirrored_train_step"),
+        switching.switched_off(accumulation, "make_accumulating_steps"),
     ):
         for seed, (shares, short) in enumerate(zip(SHARES, SHORT)):
             strategy = mirrored(devices[: len(shares)])

@@ -12,7 +12,7 @@ One function per check cell of exercises/03_*.ipynb:
 
 from __future__ import annotations
 
-from dpkit.exercises.ex02 import Recorder, assert_towers, run_answer
+from dpkit_checks.ex02 import Recorder, assert_towers, run_answer
 
 #: (towers, batch size) of check 2: one batch that divides, partial batches that do not, and
 #: one larger than the notebook's GLOBAL_BATCH_SIZE of 32 (so a cap such as min(batch, 32)
@@ -204,7 +204,7 @@ def _diagnose(moved, wanted, n, batch, what, agreement, shards) -> str:
     import numpy as np
 
     from dpkit import checking
-    from dpkit.exercises.ex02 import mean_loss_gradient, ratio
+    from dpkit_checks.ex02 import mean_loss_gradient, ratio
 
     scale = ratio(moved, wanted)
     # The moves are differences of weights, so the weights' rounding shows in them: 8192

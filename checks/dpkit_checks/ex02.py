@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from dpkit_checks import switching
+
 #: dpkit's finished versions of what exercise 02 asks for: off while a check runs the answer.
 TOWERS_OFF = ("split_batch", "shard_sizes", "tower_gradients", "make_tower_train_step")
 TOWERS_OFF += ("make_parallel",)
@@ -37,14 +39,14 @@ def run_answer(fn, *args, what: str):
     really ran (a traced op without a device request runs where the function is called)."""
     import tensorflow as tf
 
-    from dpkit import checking, gradients, towers
+    from dpkit import gradients, towers
 
     eager = tf.config.functions_run_eagerly()
     tf.config.run_functions_eagerly(True)
     try:
         with (
-            checking.switched_off(towers, *TOWERS_OFF),
-            checking.switched_off(gradients, *GRADIENTS_OFF),
+            switching.switched_off(towers, *TOWERS_OFF),
+            switching.switched_off(gradients, *GRADIENTS_OFF),
         ):
             return fn(*args)
     except AssertionError as error:
@@ -117,14 +119,14 @@ def check_split_evenly(split_evenly) -> str:
 
 
 def _refusal(split_evenly, batch: int, n: int) -> str:
-    from dpkit import checking, gradients, towers
+    from dpkit import gradients, towers
 
     x, y = _batch(batch)
     what = f"a batch of {batch} for {n} towers"
     try:
         with (
-            checking.switched_off(towers, *TOWERS_OFF),
-            checking.switched_off(gradients, *GRADIENTS_OFF),
+            switching.switched_off(towers, *TOWERS_OFF),
+            switching.switched_off(gradients, *GRADIENTS_OFF),
         ):
             split_evenly(x, y, n)
     except ValueError as error:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpkit import checking, sharded
+from dpkit_checks import switching
 
 ADAM = dict(learning_rate=0.1, beta_1=0.9, beta_2=0.999, epsilon=1e-7)
 SGD_RATE = 0.5
@@ -59,7 +60,7 @@ def _run_zero1(update, sizes, kind, devices, rng, steps=2):
                 tensors.append(tf.constant(g))
         where = f"{num_params} parameters over {n} device(s) (shards of {sizes}), {kind}"
         try:
-            with checking.switched_off(sharded, "reduce_scatter", "all_gather", "ZeroOne"):
+            with switching.switched_off(sharded, "reduce_scatter", "all_gather", "ZeroOne"):
                 out = update(tensors, shards, optimizers, list(devices))
         except AssertionError:
             raise

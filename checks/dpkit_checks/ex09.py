@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from dpkit import cards, checking, published, scaling
+from dpkit_checks import switching
 
 #: the backward pass's share of the compute: what the exchange can hide behind (lesson 09)
 BACKWARD = 2 / 3
@@ -26,10 +27,10 @@ BACKWARD = 2 / 3
 def _dpkit_off():
     names = ("ring_bytes", "exchange", "step", "predict", "step_seconds", "hidden_seconds")
     with (
-        checking.switched_off(scaling, *names),
-        checking.switched_off(scaling.Link, "seconds"),
-        checking.switched_off(published, "predict_row", "predictions", "compare"),
-        checking.switched_off(sys.modules[__name__], "ring", "step", "reference_comparison"),
+        switching.switched_off(scaling, *names),
+        switching.switched_off(scaling.Link, "seconds"),
+        switching.switched_off(published, "predict_row", "predictions", "compare"),
+        switching.switched_off(sys.modules[__name__], "ring", "step", "reference_comparison"),
     ):
         yield
 
