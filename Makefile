@@ -114,7 +114,7 @@ ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/nul
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help lab release test test-course test-portable test-under-load test-grading test-papermill test-browser screenshots test-oldest test-colab site test-site \
+.PHONY: help lab release test test-course test-portable test-under-load test-pythons test-grading test-papermill test-browser screenshots test-oldest test-colab site test-site \
 	check-versions check-python env lock student-copy course-new course-release course-collect course-autograde course-feedback course-grades lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
@@ -236,6 +236,45 @@ test-oldest: $(OLDEST_STAMP) ## what make test runs, on the oldest TensorFlow (2
 	VENV=$(OLDEST_VENV) $(OLDEST_PY) -m pytest $(OLDEST_LESSONS) tests $(NBVAL_FLAGS) -n $(TEST_WORKERS) --dist loadfile \
 		--durations=10; \
 	code=$$?; echo "dpkit: make test-oldest took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
+
+# The oldest and the newest Python pyproject admits (PY_MIN, PY_MAX), each in a venv of its
+# own (.venv-py3.10, .venv-py3.13) that make env installs (VENV and PYTHON passed on: the same
+# Python and platform check, the same repair, the same extras, pip's newest TensorFlow for that
+# Python), then the unit room and one lesson under nbval: lesson 06, which imports the process
+# layer (dpkit.plumbing.contract) and starts TensorBoard as a child, so a 3.11-only feature
+# there fails it (lessons 00-04 do not import it). Each Python is python3.X when that runs,
+# else pyenv's install of it. A Python that is missing, or that TensorFlow $(TF_RANGE)
+# publishes no wheel for, fails the target, saying which: pyproject would be promising it.
+PYTHONS := $(PY_MIN) $(PY_MAX)
+PYTHONS_LESSON := lessons/06_tensorboard.ipynb
+test-pythons: ## the unit room and lesson 06 (nbval) on the oldest and newest Python (PY_MIN, PY_MAX), each in .venv-pyX.Y
+	@bad=0; report=; \
+	for v in $(PYTHONS); do \
+	  venv=.venv-py$$v; py=; \
+	  for c in python$$v $$(pyenv root 2>/dev/null)/versions/$$v.*/bin/python$$v; do \
+	    if $$c -c pass >/dev/null 2>&1; then py=$$c; break; fi; done; \
+	  if [ -z "$$py" ]; then bad=1; report="$$report\n  Python $$v: not on this machine (no python$$v that runs, none in pyenv)"; \
+	    echo "dpkit: no Python $$v here (python$$v does not run; pyenv has none). Install it (uv python install $$v, or pyenv install $$v), then make test-pythons" >&2; continue; fi; \
+	  echo "dpkit: Python $$v is $$py ($$($$py -c 'import sys; print(sys.version.split()[0])')), in $$venv"; \
+	  t0=$$(date +%s); log=$$(mktemp); \
+	  { $(MAKE) --no-print-directory env VENV=$$venv PYTHON=$$py; echo $$? > $$log.rc; } 2>&1 | tee $$log; \
+	  code=$$(cat $$log.rc); install=$$(( $$(date +%s) - t0 )); \
+	  if [ $$code != 0 ]; then bad=1; \
+	    if grep -q 'No matching distribution found for tensorflow' $$log; then \
+	      why="TensorFlow $(TF_RANGE) publishes no wheel for Python $$v on $$(uname -s) $$(uname -m): dpkit cannot run there, yet pyproject's requires-python admits it"; \
+	    else why="the install failed (exit $$code, above)"; fi; \
+	    echo "dpkit: Python $$v: $$why" >&2; report="$$report\n  Python $$v: $$why"; rm -f $$log $$log.rc; continue; fi; \
+	  rm -f $$log $$log.rc; \
+	  tf=$$($$venv/bin/python -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null); \
+	  t0=$$(date +%s); \
+	  $$venv/bin/python -m pytest tests/unit -p no:cacheprovider -q -n $(UNIT_WORKERS) --dist loadfile; \
+	  unit=$$?; t1=$$(date +%s); \
+	  $$venv/bin/python -m pytest $(PYTHONS_LESSON) $(NBVAL_FLAGS) -q; \
+	  lesson=$$?; t2=$$(date +%s); \
+	  [ $$unit = 0 ] && [ $$lesson = 0 ] || bad=1; \
+	  report="$$report\n  Python $$v (TensorFlow $$tf): install $$install s; unit room $$(( t1 - t0 )) s (exit $$unit); $(PYTHONS_LESSON) under nbval $$(( t2 - t1 )) s (exit $$lesson)"; \
+	done; \
+	printf "dpkit: make test-pythons:$$report\n"; exit $$bad
 
 # Every supported TensorFlow resolves with dpkit (pip --dry-run against the package index:
 # needs the network, downloads nothing big). Cases are Linux x86-64 wheels for the Python
@@ -374,5 +413,5 @@ bench: $(STAMP) ## towers vs MirroredStrategy, pinned workers, sweep time, clust
 	$(PY) benchmarks/predict_pinned.py
 	$(PY) benchmarks/overlap_packs.py --out runs/bench/overlap_packs.json
 
-clean: ## remove .venv, .venv-oldest, runs/ and pytest's cache
-	rm -rf $(VENV) $(OLDEST_VENV) runs .pytest_cache
+clean: ## remove .venv, .venv-oldest, .venv-py3.X (make test-pythons), runs/ and pytest's cache
+	rm -rf $(VENV) $(OLDEST_VENV) $(foreach v,$(PYTHONS),.venv-py$(v)) runs .pytest_cache

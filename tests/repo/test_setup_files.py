@@ -323,6 +323,28 @@ def test_make_help_lists_every_target_and_is_the_default():
     assert default.returncode == 0 and default.stdout == shown.stdout
 
 
+# --- CI: .ci/run --------------------------------------------------------------------------
+
+
+def ci_targets() -> list[str]:
+    """The make targets .ci/run runs, in order (its TARGETS=(...) line)."""
+    found = re.search(r"^TARGETS=\(([^)]*)\)", (ROOT / ".ci" / "run").read_text(), re.M)
+    assert found, ".ci/run names the targets it runs in one TARGETS=(...) line"
+    return found.group(1).split()
+
+
+@needs_make
+def test_ci_runs_the_oldest_and_the_newest_python_pyproject_admits(project):
+    assert "test-pythons" in ci_targets()
+    allowed = sorted(allowed_pythons(SpecifierSet(project["requires-python"])))
+    ends = [f"{v[0]}.{v[1]}" for v in (allowed[0], allowed[-1])]
+    shown = run_make("--eval=shown-pythons: ; @echo $(PYTHONS)", "shown-pythons")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ends
+    recipe = MAKEFILE.read_text(encoding="utf-8").split("\ntest-pythons:", 1)[1].split("\n\n")[0]
+    assert "for v in $(PYTHONS)" in recipe and "pytest tests/unit" in recipe
+
+
 # --- the Python and platform check --------------------------------------------------------
 
 
