@@ -345,6 +345,14 @@ def test_ci_runs_the_oldest_and_the_newest_python_pyproject_admits(project):
     assert "for v in $(PYTHONS)" in recipe and "pytest tests/unit" in recipe
 
 
+def test_ci_runs_every_target_the_makefile_says_a_check_runs_in():
+    text = MAKEFILE.read_text(encoding="utf-8")
+    table = text.split("# Where each check runs.", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"make ([a-z][a-z-]*)", table))
+    assert {"test", "test-colab", "test-portable", "test-pythons"} <= named
+    assert named <= set(ci_targets()), f"not run by .ci/run: {named - set(ci_targets())}"
+
+
 # --- the Python and platform check --------------------------------------------------------
 
 
