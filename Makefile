@@ -243,7 +243,7 @@ PORTABLE_ENV := TF_ENABLE_ONEDNN_OPTS=1 TF_NUM_INTRAOP_THREADS=1
 # The lessons at another device count, whose checked cells must print the same True/False
 # (tests/notebooks/portable_device_counts.py, through papermill), under the portable
 # arithmetic. Every lesson and solution under nbval with that arithmetic is make test-colab's.
-# The runs are independent: --dist load spreads them over the workers.
+# The runs are independent: --dist load deals them out (their order in the file balances them).
 test-portable: $(STAMP) ## lessons 00, 02, 03, 04, 10 at other device counts, oneDNN on and one thread: the checked claims must hold
 	@start=$$(date +%s); \
 	$(PORTABLE_ENV) $(PY) -m pytest tests/notebooks/portable_device_counts.py -p no:cacheprovider \
