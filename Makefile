@@ -282,9 +282,9 @@ test-oldest: $(OLDEST_STAMP) ## what differs between stacks, on the oldest Tenso
 # The oldest and the newest Python pyproject admits (PY_MIN, PY_MAX), each in a venv of its
 # own (.venv-py3.10, .venv-py3.13) that make env installs (VENV and PYTHON passed on: the same
 # Python and platform check, the same repair, the same extras, pip's newest TensorFlow for that
-# Python), then the unit room and one lesson under nbval: lesson 06, which imports the process
-# layer (dpkit.plumbing.contract) and starts TensorBoard as a child, so a 3.11-only feature
-# there fails it (lessons 00-04 do not import it). Each Python is python3.X when that runs,
+# Python), then the unit room (two workers) and, beside it, one lesson under nbval: lesson 06,
+# which imports the process layer (dpkit.plumbing.contract) and starts TensorBoard as a child,
+# so a 3.11-only feature there fails it (lessons 00-04 do not import it). Each Python is python3.X when that runs,
 # else pyenv's install of it. A Python that is missing, or that TensorFlow $(TF_RANGE)
 # publishes no wheel for, fails the target, saying which: pyproject would be promising it.
 PYTHONS := $(PY_MIN) $(PY_MAX)
@@ -308,13 +308,14 @@ test-pythons: ## the unit room and lesson 06 (nbval) on the oldest and newest Py
 	    echo "dpkit: Python $$v: $$why" >&2; report="$$report\n  Python $$v: $$why"; rm -f $$log $$log.rc; continue; fi; \
 	  rm -f $$log $$log.rc; \
 	  tf=$$($$venv/bin/python -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null); \
-	  t0=$$(date +%s); \
+	  t0=$$(date +%s); log=$$(mktemp); \
+	  { $$venv/bin/python -m pytest $(PYTHONS_LESSON) $(NBVAL_FLAGS) -q; echo $$? > $$log.rc; date +%s > $$log.end; } > $$log 2>&1 & \
 	  $$venv/bin/python -m pytest tests/unit -p no:cacheprovider -q -n $(UNIT_WORKERS) --dist loadfile; \
-	  unit=$$?; t1=$$(date +%s); \
-	  $$venv/bin/python -m pytest $(PYTHONS_LESSON) $(NBVAL_FLAGS) -q; \
-	  lesson=$$?; t2=$$(date +%s); \
+	  unit=$$?; t1=$$(date +%s); wait; \
+	  echo "dpkit: $(PYTHONS_LESSON) under nbval (beside the unit room):"; cat $$log; \
+	  lesson=$$(cat $$log.rc); t2=$$(cat $$log.end); rm -f $$log $$log.rc $$log.end; \
 	  [ $$unit = 0 ] && [ $$lesson = 0 ] || bad=1; \
-	  report="$$report\n  Python $$v (TensorFlow $$tf): install $$install s; unit room $$(( t1 - t0 )) s (exit $$unit); $(PYTHONS_LESSON) under nbval $$(( t2 - t1 )) s (exit $$lesson)"; \
+	  report="$$report\n  Python $$v (TensorFlow $$tf): install $$install s; unit room $$(( t1 - t0 )) s (exit $$unit), beside it $(PYTHONS_LESSON) under nbval $$(( t2 - t0 )) s (exit $$lesson)"; \
 	done; \
 	printf "dpkit: make test-pythons:$$report\n"; exit $$bad
 
