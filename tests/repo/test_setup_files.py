@@ -23,6 +23,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from tests.support.paths import ci_targets
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # the test extra installs tomli there
@@ -324,13 +326,6 @@ def test_make_help_lists_every_target_and_is_the_default():
 
 
 # --- CI: .ci/run --------------------------------------------------------------------------
-
-
-def ci_targets() -> list[str]:
-    """The make targets .ci/run runs, in order (its TARGETS=(...) line)."""
-    found = re.search(r"^TARGETS=\(([^)]*)\)", (ROOT / ".ci" / "run").read_text(), re.M)
-    assert found, ".ci/run names the targets it runs in one TARGETS=(...) line"
-    return found.group(1).split()
 
 
 @needs_make
