@@ -43,7 +43,8 @@ TF_RANGE := 2.19-2.21
 # make test-colab (also called test-oldest): Colab's stack, which is the oldest supported
 # TensorFlow with the TensorBoard and Keras that go with it (Keras 3.10 is what Colab pairs
 # with TensorFlow 2.19), protobuf 5 and ipywidgets 7.7 as Colab ships them, in a venv of its
-# own, running everything make test runs. Another release:
+# own, running what differs between stacks (the table above make test-portable says what
+# runs where). Another release:
 # make test-oldest OLDEST_TF=2.21 OLDEST_KERAS=3.12 OLDEST_VENV=.venv-2.21 COLAB_PINS=
 OLDEST_TF    ?= 2.19
 OLDEST_KERAS ?= 3.10
@@ -58,6 +59,11 @@ COLAB_PINS   ?= protobuf==5.* ipywidgets==7.7.*
 OLDEST_PINS  := tensorflow==$(OLDEST_TF).* tensorflow-cpu==$(OLDEST_TF).* \
                 tensorboard==$(OLDEST_TF).* keras==$(OLDEST_KERAS).* $(COLAB_PINS)
 OLDEST_LESSONS = $(sort $(wildcard lessons/[0-9][0-9]_*.ipynb))
+OLDEST_SOLUTIONS = $(sort $(wildcard solutions/[0-9][0-9]_*.ipynb))
+# The rooms whose results depend on the stack: the unit, process and notebook rooms (the
+# stand-in Colab install, tests/process/test_colab_install.py, is only here), and the course
+# room's checks that start devices or worker processes with right and wrong answers.
+COLAB_ROOMS = tests/unit tests/process tests/notebooks $(sort $(wildcard tests/course/test_exercise_checks_*.py))
 
 comma := ,
 GOAL  := $(or $(firstword $(MAKECMDGOALS)),lab)
@@ -119,7 +125,7 @@ ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/nul
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help lab release test test-course test-portable test-under-load test-grading test-slurm test-papermill test-browser screenshots test-oldest test-colab site test-site \
+.PHONY: help lab release test test-course test-portable test-under-load test-pythons test-grading test-slurm test-papermill test-browser screenshots test-oldest test-colab site test-site \
 	check-versions check-python env lock student-copy course-new course-release course-collect course-autograde course-feedback course-grades lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
@@ -212,20 +218,50 @@ test-course: $(STAMP) ## every solution runs and passes its checks, which refuse
 durations: $(STAMP) ## make test, and store each file's seconds in tests/durations.json
 	$(MAKE) --no-print-directory test PYTEST_EXTRA=--store-durations
 
-# The same claims under arithmetic that differs from the recorded run, on any Linux machine:
-# oneDNN on (Colab's default: other kernels, other summation orders) and one intra-op thread
-# (other partial sums), nbval over every lesson and solution; then lessons 00, 02, 03 and 04
-# at another device count, whose checked cells must print the same True/False.
+# Where each check runs. .ci/run runs every target named here (tests/repo/test_setup_files.py
+# checks). Stacks: M is .venv (make test's install: the newest TensorFlow for the Python), C is
+# .venv-oldest (make test-colab: Colab's stack, TensorFlow 2.19, Keras 3.10, protobuf 5,
+# ipywidgets 7.7). Arithmetic: "off" is the Makefile's TF_ENABLE_ONEDNN_OPTS=0 (what the
+# committed outputs were recorded with); "portable" is PORTABLE_ENV below, oneDNN on (Colab's
+# default: other kernels, other summation orders) and one intra-op thread (other partial sums).
+#   ruff, exercises current with their solutions ......... make test          M
+#   every lesson under nbval ............................. make test          M  off
+#                                                           make test-colab    C  portable
+#   every solution: runs, checked cells as stored ......... make test-course   M  off (live kernel)
+#                                                           make test-colab    C  portable (nbval)
+#   unit, process, notebook rooms ........................ make test          M  off
+#                                                           make test-colab    C  off
+#   the stand-in Colab install cell ...................... make test-colab    C  off
+#   course room: the checks with devices and workers ..... make test-course   M  off
+#     (tests/course/test_exercise_checks_*.py)              make test-colab    C  off
+#   course room: stubs, tabled wrong answers, nbgrader ... make test-course   M  off
+#   repo room (the files themselves, no TensorFlow run) .. make test          M
+#   lessons 00, 02, 03, 04, 10 at other device counts .... make test-portable M  portable
+#   lessons through papermill with other parameters ...... make test-papermill M off
+#   lesson 08's Slurm job on a real one-node Slurm ....... make test-slurm    M  off
+#   the unit room and lesson 06 on Python 3.10 and 3.13 .. make test-pythons  newest TensorFlow each
+#   the website; JupyterLab and the site in Chromium ..... make site, make test-browser  M
+# Until issue 44 test-colab ran all of make test and make test-course again on C with oneDNN
+# off (the repo room, the stubs, wrong answers and nbgrader, papermill too), and test-portable
+# ran every lesson and solution with the portable arithmetic on M: each check is still run,
+# the lessons and solutions under portable arithmetic once, on C, where Colab's learners meet it.
 PORTABLE_ENV := TF_ENABLE_ONEDNN_OPTS=1 TF_NUM_INTRAOP_THREADS=1
-test-portable: $(STAMP) ## every lesson and solution with oneDNN on and one thread, and at other device counts: every checked claim must hold
+
+# The lessons at another device count, whose checked cells must print the same True/False
+# (tests/notebooks/portable_device_counts.py, through papermill), under the portable
+# arithmetic. Every lesson and solution under nbval with that arithmetic is make test-colab's.
+# The runs are independent: --dist load deals them out (their order in the file balances them).
+test-portable: $(STAMP) ## lessons 00, 02, 03, 04, 10 at other device counts, oneDNN on and one thread: the checked claims must hold
 	@start=$$(date +%s); \
-	$(PORTABLE_ENV) $(PY) -m pytest lessons solutions tests/notebooks/portable_device_counts.py $(NBVAL_FLAGS) \
-		-v -n $(TEST_WORKERS) --dist loadfile --durations=10; \
+	$(PORTABLE_ENV) $(PY) -m pytest tests/notebooks/portable_device_counts.py -p no:cacheprovider \
+		-v -n $(TEST_WORKERS) --dist load --durations=10; \
 	code=$$?; echo "dpkit: make test-portable took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
-# The oldest supported TensorFlow in its own venv: the unit tests and lessons 00-03 under
-# nbval with the flags make test uses. OLDEST_TF=2.20 tries the middle release instead.
-# VENV is passed on so that tests which run make themselves (test_lab) use this venv too.
+# Colab's stack in its own venv (its install is the oldest TensorFlow pinned with Colab's
+# packages), in two passes: every lesson and solution under nbval with the portable arithmetic,
+# then COLAB_ROOMS with the Makefile's (papermill's parameters run on M: make test-papermill).
+# OLDEST_TF=2.20 tries the middle release instead. VENV is passed on so that tests which run
+# make themselves (test_lab) use this venv too.
 $(OLDEST_STAMP): pyproject.toml checks/pyproject.toml
 	@$(call preflight,$(PYTHON),$(OLDEST_PY_MAX),TensorFlow $(OLDEST_TF) publishes wheels up to $(OLDEST_PY_MAX))
 	@$(call repair_venv,$(OLDEST_VENV),$(OLDEST_PY_MAX))
@@ -235,13 +271,61 @@ $(OLDEST_STAMP): pyproject.toml checks/pyproject.toml
 	$(OLDEST_PY) -m pip install -c $(OLDEST_VENV)/constraints.txt -e '.[$(TF_BUILD),lab,test,grade]' $(CHECKER)
 	@rm -f $(OLDEST_VENV)/.dpkit-* && touch $@
 
-test-colab: test-oldest ## Colab's stack (TF 2.19, Keras 3.10, protobuf 5, ipywidgets 7.7): every lesson, solution, test
-test-oldest: $(OLDEST_STAMP) ## what make test runs, on the oldest TensorFlow (2.19) and Colab's stack, in .venv-oldest
+test-colab: test-oldest ## Colab's stack (TF 2.19, Keras 3.10, protobuf 5, ipywidgets 7.7): lessons, solutions (oneDNN on), unit, process, notebook rooms
+test-oldest: $(OLDEST_STAMP) ## what differs between stacks, on the oldest TensorFlow (2.19) and Colab's stack, in .venv-oldest
 	@start=$$(date +%s); \
-	$(OLDEST_PY) -c 'import keras, tensorboard, tensorflow as tf; print("dpkit: TensorFlow", tf.__version__, "Keras", keras.__version__, "TensorBoard", tensorboard.__version__)' && \
-	VENV=$(OLDEST_VENV) $(OLDEST_PY) -m pytest $(OLDEST_LESSONS) tests $(NBVAL_FLAGS) -n $(TEST_WORKERS) --dist loadfile \
-		--durations=10; \
-	code=$$?; echo "dpkit: make test-oldest took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
+	$(OLDEST_PY) -c 'import keras, tensorboard, tensorflow as tf; print("dpkit: TensorFlow", tf.__version__, "Keras", keras.__version__, "TensorBoard", tensorboard.__version__)' || exit 1; \
+	echo "dpkit: every lesson and solution under nbval with $(PORTABLE_ENV)"; \
+	$(PORTABLE_ENV) VENV=$(OLDEST_VENV) $(OLDEST_PY) -m pytest $(OLDEST_LESSONS) $(OLDEST_SOLUTIONS) \
+		$(NBVAL_FLAGS) -v -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10; \
+	notebooks=$$?; middle=$$(date +%s); \
+	echo "dpkit: $(COLAB_ROOMS)"; \
+	VENV=$(OLDEST_VENV) $(OLDEST_PY) -m pytest $(COLAB_ROOMS) -p no:cacheprovider -v -n $(TEST_WORKERS) \
+		--dist loadfile --no-loadscope-reorder --ignore=tests/notebooks/test_papermill.py \
+		--ignore=tests/process/test_slurm.py --durations=10; \
+	rooms=$$?; end=$$(date +%s); \
+	echo "dpkit: make test-colab took $$(( end - start )) s: lessons and solutions $$(( middle - start )) s (exit $$notebooks), rooms $$(( end - middle )) s (exit $$rooms)"; \
+	[ $$notebooks = 0 ] && [ $$rooms = 0 ]
+
+# The oldest and the newest Python pyproject admits (PY_MIN, PY_MAX), each in a venv of its
+# own (.venv-py3.10, .venv-py3.13) that make env installs (VENV and PYTHON passed on: the same
+# Python and platform check, the same repair, the same extras, pip's newest TensorFlow for that
+# Python), then the unit room (two workers) and, beside it, one lesson under nbval: lesson 06,
+# which imports the process layer (dpkit.plumbing.contract) and starts TensorBoard as a child,
+# so a 3.11-only feature there fails it (lessons 00-04 do not import it). Each Python is python3.X when that runs,
+# else pyenv's install of it. A Python that is missing, or that TensorFlow $(TF_RANGE)
+# publishes no wheel for, fails the target, saying which: pyproject would be promising it.
+PYTHONS := $(PY_MIN) $(PY_MAX)
+PYTHONS_LESSON := lessons/06_tensorboard.ipynb
+test-pythons: ## the unit room and lesson 06 (nbval) on the oldest and newest Python (PY_MIN, PY_MAX), each in .venv-pyX.Y
+	@bad=0; report=; \
+	for v in $(PYTHONS); do \
+	  venv=.venv-py$$v; py=; \
+	  for c in python$$v $$(pyenv root 2>/dev/null)/versions/$$v.*/bin/python$$v; do \
+	    if $$c -c pass >/dev/null 2>&1; then py=$$c; break; fi; done; \
+	  if [ -z "$$py" ]; then bad=1; report="$$report\n  Python $$v: not on this machine (no python$$v that runs, none in pyenv)"; \
+	    echo "dpkit: no Python $$v here (python$$v does not run; pyenv has none). Install it (uv python install $$v, or pyenv install $$v), then make test-pythons" >&2; continue; fi; \
+	  echo "dpkit: Python $$v is $$py ($$($$py -c 'import sys; print(sys.version.split()[0])')), in $$venv"; \
+	  t0=$$(date +%s); log=$$(mktemp); \
+	  { $(MAKE) --no-print-directory env VENV=$$venv PYTHON=$$py; echo $$? > $$log.rc; } 2>&1 | tee $$log; \
+	  code=$$(cat $$log.rc); install=$$(( $$(date +%s) - t0 )); \
+	  if [ $$code != 0 ]; then bad=1; \
+	    if grep -q 'No matching distribution found for tensorflow' $$log; then \
+	      why="TensorFlow $(TF_RANGE) publishes no wheel for Python $$v on $$(uname -s) $$(uname -m): dpkit cannot run there, yet pyproject's requires-python admits it"; \
+	    else why="the install failed (exit $$code, above)"; fi; \
+	    echo "dpkit: Python $$v: $$why" >&2; report="$$report\n  Python $$v: $$why"; rm -f $$log $$log.rc; continue; fi; \
+	  rm -f $$log $$log.rc; \
+	  tf=$$($$venv/bin/python -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null); \
+	  t0=$$(date +%s); log=$$(mktemp); \
+	  { $$venv/bin/python -m pytest $(PYTHONS_LESSON) $(NBVAL_FLAGS) -q; echo $$? > $$log.rc; date +%s > $$log.end; } > $$log 2>&1 & \
+	  $$venv/bin/python -m pytest tests/unit -p no:cacheprovider -q -n $(UNIT_WORKERS) --dist loadfile; \
+	  unit=$$?; t1=$$(date +%s); wait; \
+	  echo "dpkit: $(PYTHONS_LESSON) under nbval (beside the unit room):"; cat $$log; \
+	  lesson=$$(cat $$log.rc); t2=$$(cat $$log.end); rm -f $$log $$log.rc $$log.end; \
+	  [ $$unit = 0 ] && [ $$lesson = 0 ] || bad=1; \
+	  report="$$report\n  Python $$v (TensorFlow $$tf): install $$install s; unit room $$(( t1 - t0 )) s (exit $$unit), beside it $(PYTHONS_LESSON) under nbval $$(( t2 - t0 )) s (exit $$lesson)"; \
+	done; \
+	printf "dpkit: make test-pythons:$$report\n"; exit $$bad
 
 # Every supported TensorFlow resolves with dpkit (pip --dry-run against the package index:
 # needs the network, downloads nothing big). Cases are Linux x86-64 wheels for the Python
@@ -387,5 +471,5 @@ bench: $(STAMP) ## towers vs MirroredStrategy, pinned workers, sweep time, clust
 	$(PY) benchmarks/predict_pinned.py
 	$(PY) benchmarks/overlap_packs.py --out runs/bench/overlap_packs.json
 
-clean: ## remove .venv, .venv-oldest, runs/ and pytest's cache
-	rm -rf $(VENV) $(OLDEST_VENV) runs .pytest_cache
+clean: ## remove .venv, .venv-oldest, .venv-py3.X (make test-pythons), runs/ and pytest's cache
+	rm -rf $(VENV) $(OLDEST_VENV) $(foreach v,$(PYTHONS),.venv-py$(v)) runs .pytest_cache

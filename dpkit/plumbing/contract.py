@@ -118,7 +118,15 @@ def end_process(returned: int | ThroughBarrier | None) -> NoReturn:
 # ----------------------------------------------------------------------------- programs
 
 
-class Program(enum.StrEnum):
+class _StrEnum(str, enum.Enum):
+    """``enum.StrEnum`` for Python 3.10 too (StrEnum is 3.11+): a member is its value wherever
+    a string is made of it (``str()``, f-strings, ``format``, ``" ".join``, ``+``)."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Program(_StrEnum):
     """The names of dpkit's programs (``dpkit.programs.PROGRAMS`` maps each to its function)."""
 
     MWMS = "mwms"
@@ -135,7 +143,7 @@ class Program(enum.StrEnum):
 # ----------------------------------------------------------------------------- stdin commands
 
 
-class Command(enum.StrEnum):
+class Command(_StrEnum):
     """The stdin lines a parent sends the ``pinned`` and ``contender`` programs."""
 
     RUN = "run"  #: time steps: ``run K`` (``pinned``: K steps) or ``run`` (``contender``)

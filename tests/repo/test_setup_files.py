@@ -23,6 +23,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from tests.support.paths import ci_targets
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # the test extra installs tomli there
@@ -322,6 +324,29 @@ def test_make_help_lists_every_target_and_is_the_default():
     assert all(len(d) > 10 for d in listed.values())
     default = run_make()
     assert default.returncode == 0 and default.stdout == shown.stdout
+
+
+# --- CI: .ci/run --------------------------------------------------------------------------
+
+
+@needs_make
+def test_ci_runs_the_oldest_and_the_newest_python_pyproject_admits(project):
+    assert "test-pythons" in ci_targets()
+    allowed = sorted(allowed_pythons(SpecifierSet(project["requires-python"])))
+    ends = [f"{v[0]}.{v[1]}" for v in (allowed[0], allowed[-1])]
+    shown = run_make("--eval=shown-pythons: ; @echo $(PYTHONS)", "shown-pythons")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ends
+    recipe = MAKEFILE.read_text(encoding="utf-8").split("\ntest-pythons:", 1)[1].split("\n\n")[0]
+    assert "for v in $(PYTHONS)" in recipe and "pytest tests/unit" in recipe
+
+
+def test_ci_runs_every_target_the_makefile_says_a_check_runs_in():
+    text = MAKEFILE.read_text(encoding="utf-8")
+    table = text.split("# Where each check runs.", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"make ([a-z][a-z-]*)", table))
+    assert {"test", "test-colab", "test-portable", "test-pythons"} <= named
+    assert named <= set(ci_targets()), f"not run by .ci/run: {named - set(ci_targets())}"
 
 
 # --- the Python and platform check --------------------------------------------------------

@@ -205,3 +205,13 @@ def test_a_misspelt_program_is_refused_before_a_child_starts():
     argv = procs.program_argv(contract.Program.PINNED, "--core", 3)
     assert argv[1:] == ["-m", "dpkit.programs", "pinned", "--core", "3"]
     assert all(type(a) is str for a in argv)
+
+
+def test_a_program_and_a_command_are_their_words_wherever_a_string_is_made():
+    # enum.StrEnum is Python 3.11+; contract's own str enum must behave the same on 3.10.
+    for member, word in [(contract.Program.PINNED, "pinned"), (contract.Command.RUN, "run")]:
+        assert str(member) == f"{member}" == format(member) == word
+        assert f"{member:>8}" == f"{word:>8}"
+        assert member + "\n" == word + "\n" and " ".join([member, "x"]) == word + " x"
+        assert member == word and json.loads(json.dumps([member])) == [word]
+        assert type(member)(word) is member
