@@ -17,7 +17,8 @@ one-GPU rate and an overlap the paper does not publish.
 Later collections (:mod:`dpkit.published_tables`, :data:`NEW_SETUPS`) came after the
 lesson's split had been scored, each split before any fit on it: DLPerf's ResNet-50 tables on
 V100 servers over InfiniBand, a set scored first and a final set put aside (``compare("second")``,
-``compare("final")``), and Lambda's PCIe servers, the third set (``compare("third")``).
+``compare("final")``), Lambda's PCIe servers, the third set (``compare("third")``), and CSC's
+GPU clusters, the fourth set, with held-out rows on two nodes (``compare("fourth")``).
 
 The lesson's sources are described in :mod:`dpkit.published_tables`, beside their tables; what a
 fit may try, within each hardware card, is :mod:`dpkit.published_grid`.
@@ -42,9 +43,12 @@ from dpkit.published_grid import (  # noqa: F401  (what a fit may try, read as p
     hardware_with,
 )
 from dpkit.published_tables import (  # noqa: F401  (the tables, read as published.TF_DGX1 ...)
+    CSC,
+    CSC_BATCH,
     DLPERF,
     DLPERF_BATCH,
     FINAL_SET,
+    FOURTH_SET,
     LAMBDA,
     SECOND_SET,
     SERVERS_AT_64,
@@ -146,16 +150,26 @@ SETUPS = {
 }
 #: the setups that came after the lesson's split was scored (:mod:`dpkit.published_tables`),
 #: apart from :data:`SETUPS` so the lesson's table stays the one its split was fixed on:
-#: DLPerf's (NCCL rings over every GPU, fitted as clusters of the card ``v100_ib100``) and
+#: DLPerf's (NCCL rings over every GPU, fitted as clusters of the card ``v100_ib100``),
 #: Lambda's (NCCL rings inside one server of PCIe GPUs: only the link inside the node is used)
-NEW_SETUPS = {
-    key: Setup(f"DLPerf, {short}", "v100_ib100", fitted=CLUSTER, note=name)
-    for key, (name, _, _) in DLPERF.items()
-    for short in [name.split(" (")[0].split(",")[0]]
-} | {
-    key: Setup(f"Lambda, {name.split(',')[0]}", f"{key.split('_')[1]}_pcie", fitted=RING, note=name)
-    for key, (name, _) in LAMBDA.items()
-}
+#: and CSC's (PyTorch DDP rings over every GPU, fitted as clusters of each cluster's card)
+NEW_SETUPS = (
+    {
+        key: Setup(f"DLPerf, {short}", "v100_ib100", fitted=CLUSTER, note=name)
+        for key, (name, _, _) in DLPERF.items()
+        for short in [name.split(" (")[0].split(",")[0]]
+    }
+    | {
+        key: Setup(
+            f"Lambda, {name.split(',')[0]}", f"{key.split('_')[1]}_pcie", fitted=RING, note=name
+        )
+        for key, (name, _) in LAMBDA.items()
+    }
+    | {
+        key: Setup(name, hardware, fitted=CLUSTER, note=f"PyTorch {torch} DDP")
+        for key, (name, hardware, torch, _) in CSC.items()
+    }
+)
 
 
 def setup_of(key: str) -> Setup:
@@ -167,10 +181,17 @@ def setup_of(key: str) -> Setup:
 
 def new_rows(which: str) -> list[Row]:
     """The rows of ``which``: DLPerf's "second" (:data:`SECOND_SET`, scored first) or "final"
-    (:data:`FINAL_SET`, the test set aside), or Lambda's "third" (:data:`THIRD_SET`), fit rows
-    marked as :func:`rows` marks them."""
-    if which not in ("second", "final", "third"):
-        raise ValueError(f"which={which!r}: use 'second', 'final' or 'third'.")
+    (:data:`FINAL_SET`, the test set aside), Lambda's "third" (:data:`THIRD_SET`) or CSC's
+    "fourth" (:data:`FOURTH_SET`), fit rows marked as :func:`rows` marks them."""
+    if which not in ("second", "final", "third", "fourth"):
+        raise ValueError(f"which={which!r}: use 'second', 'final', 'third' or 'fourth'.")
+    if which == "fourth":
+        kw = {"per_device_batch": CSC_BATCH, "algorithm": "ring"}
+        return [
+            row
+            for key in FOURTH_SET
+            for row in _from_rates("csc", key, "resnet50", CSC[key][3], **kw)
+        ]
     if which == "third":
         return [
             row
@@ -386,8 +407,8 @@ class Comparison:
 
 def compare(which: str = "lesson", ties: str = "card") -> Comparison:
     """Fit each setup on its fit rows, then predict every row, with its band: the lesson's
-    rows (:func:`rows`) or the "second", "final" or "third" set (:func:`new_rows`); ``ties`` as
-    :func:`fit_setup`'s."""
+    rows (:func:`rows`) or the "second", "final", "third" or "fourth" set (:func:`new_rows`);
+    ``ties`` as :func:`fit_setup`'s."""
     all_rows = rows() if which == "lesson" else new_rows(which)
     predicted, band, fits = [0.0] * len(all_rows), [(0.0, 0.0)] * len(all_rows), {}
     for key in dict.fromkeys(r.setup for r in all_rows):

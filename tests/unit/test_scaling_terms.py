@@ -291,6 +291,51 @@ def test_the_pcie_cards_bound_the_lambda_fits():
         published.check(published.NEW_SETUPS["lambda_2080ti"], {"intra_bw": 20e9})
 
 
+# ------------------------------------------- CSC's clusters: a fourth set, beyond one node
+
+
+def test_csc_rows_fit_inside_one_node_and_hold_out_two_nodes():
+    fourth = published.new_rows("fourth")
+    assert len({r.setup for r in fourth}) == 20 and {r.model for r in fourth} == {"resnet50"}
+    held = [r for r in fourth if not r.fit]
+    assert len(held) == 20
+    for r in fourth:  # 4 GPUs a node on Puhti and Mahti, 8 dies on LUMI
+        per_node = 8 if "lumi" in r.setup else 4
+        assert r.fit == (r.devices <= per_node)  # fit inside one node, held out on two
+        assert r.fit or r.devices == 2 * per_node
+    found = {(r.setup, r.devices): r for r in fourth}
+    # results.md: "DDP, synthetic | PyTorch 2.0.0+cu117 | puhti | 8 | 2023-09-28 | 2465.86",
+    # one GPU 329.27
+    puhti = found["csc_puhti_230928_fp32", 8]
+    assert puhti.efficiency == approx(2465.86 / 8 / 329.27) and not puhti.fit
+    assert puhti.per_device_batch == 32 and puhti.one_device_examples_per_s == 329.27
+    # "DDP, synthetic, fp16 | PyTorch 2.1.1+rocm5.6 | lumi | 16 | 2023-11-17 | 12066.58", one 902.57
+    lumi = found["csc_lumi_231117_fp16", 16]
+    assert lumi.efficiency == approx(12066.58 / 16 / 902.57) and lumi.algorithm == "ring"
+    assert found["csc_lumi_231117_fp16", 8].fit and found["csc_mahti_260109_fp32", 4].fit
+    earlier = [{r.setup for r in published.new_rows(w)} for w in ("second", "final", "third")]
+    assert not {r.setup for r in fourth} & set().union(
+        *earlier, {r.setup for r in published.rows()}
+    )
+
+
+def test_the_csc_cards_bound_the_fits():
+    """Network links from the centres' pages: Puhti dual-rail HDR100 (2 x 100 Gbit/s), Mahti one
+    HDR link (200 Gbit/s), LUMI four Slingshot-11 interfaces (4 x 200 Gbit/s)."""
+    expect = {"csc_puhti_240229_fp32": 200e9 / 8, "csc_mahti_240508_fp32": 200e9 / 8}
+    expect["csc_lumi_240229_fp32"] = 4 * 200e9 / 8
+    for key, link in expect.items():
+        values = published.grid(published.NEW_SETUPS[key])
+        assert max(values["inter_bw"]) == approx(link), key
+        assert set(values) == set(published.CLUSTER)
+    puhti = published.NEW_SETUPS["csc_puhti_240229_fp16"]
+    # non-blocking fat tree: all 80 GPU nodes at 25 GB/s at once
+    assert published.card_value(puhti, "net_total") == approx(80 * 25e9)
+    mahti = published.NEW_SETUPS["csc_mahti_240508_fp16"]  # no total given: 8 nodes x 25 GB/s
+    assert published.card_value(mahti, "net_total") == approx(8 * 25e9)
+    assert max(published.grid(mahti)["intra_bw"]) == approx(100e9)  # 4 NVLink 3 links a pair
+
+
 # ------------------------------------------------------- ties broken toward the hardware card
 
 
