@@ -417,3 +417,41 @@ def compare(which: str = "lesson", ties: str = "card") -> Comparison:
         for j, i in enumerate(index):
             predicted[i], band[i] = float(best[j]), tuple(map(float, low_high[j]))
     return Comparison(all_rows, predicted, band, fits)
+
+
+def beyond(comparison: Comparison) -> list[bool]:
+    """For each row: is it held out on more servers (nodes of its setup's hardware card) than
+    the largest fit row of its series? Lesson 09's split: *beyond the fitted servers*."""
+    rows = comparison.rows
+    nodes = [cards.HARDWARE[setup_of(r.setup).hardware].nodes(r.devices) for r in rows]
+    fitted = {}
+    for r, n in zip(rows, nodes):
+        if r.fit:
+            fitted[r.setup, r.model] = max(fitted.get((r.setup, r.model), 0), n)
+    missing = sorted({(r.setup, r.model) for r in rows} - set(fitted))
+    if missing:
+        raise ValueError(f"series with no fit row, nothing to compare with: {missing}.")
+    return [not r.fit and n > fitted[r.setup, r.model] for r, n in zip(rows, nodes)]
+
+
+SIDES = ("all", "beyond", "inside")
+
+
+def pool(comparisons: list[Comparison], side: str = "all") -> Comparison:
+    """Several comparisons as one: every fit row, and the held-out rows on ``side`` of
+    :func:`beyond`'s split ("beyond" the fitted servers, "inside" them, or "all")."""
+    if side not in SIDES:
+        raise ValueError(f"side={side!r}: use one of {', '.join(SIDES)}.")
+    if not comparisons:
+        raise ValueError("no comparisons to pool: give at least one (published.compare(...)).")
+    keys = [key for c in comparisons for key in c.fits]
+    if len(keys) != len(set(keys)):
+        raise ValueError("the comparisons share a setup; pool each set of setups once.")
+    kept = [
+        (r, p, b)
+        for c in comparisons
+        for r, p, b, out in zip(c.rows, c.predicted, c.band, beyond(c))
+        if r.fit or side == "all" or out == (side == "beyond")
+    ]
+    fits = {key: f for c in comparisons for key, f in c.fits.items()}
+    return Comparison(*(list(x) for x in zip(*kept)), fits)

@@ -336,6 +336,61 @@ def test_the_csc_cards_bound_the_fits():
     assert max(published.grid(mahti)["intra_bw"]) == approx(100e9)  # 4 NVLink 3 links a pair
 
 
+def test_beyond_and_pool_split_held_out_rows_by_servers():
+    """Made-up rows on cards of 8 GPUs a node: 8 GPUs stay inside the fit rows' one node, 16
+    need a second; on the K80 cluster the fit rows already span two machines (8 and 16 GPUs)."""
+    row = published.Row
+    a = published.Comparison(
+        [
+            row("s", "dlperf_tf2", "resnet50", 2, 0.95, fit=True),
+            row("s", "dlperf_tf2", "resnet50", 4, 0.93, fit=True),
+            row("s", "dlperf_tf2", "resnet50", 8, 0.90),
+            row("s", "dlperf_tf2", "resnet50", 16, 0.85),
+        ],
+        [0.95, 0.93, 0.91, 0.80],
+        [(0.9, 1.0)] * 4,
+        {"dlperf_tf2": None},
+    )
+    b = published.Comparison(
+        [
+            row("s", "lambda_a100_pcie", "vgg16", 2, 0.99, fit=True),
+            row("s", "lambda_a100_pcie", "vgg16", 4, 0.98, fit=True),
+            row("s", "lambda_a100_pcie", "vgg16", 8, 0.97),
+        ],
+        [0.99, 0.98, 0.96],
+        [(0.9, 1.0)] * 3,
+        {"lambda_a100_pcie": None},
+    )
+    k80 = [
+        row("s", "k80_cluster", "resnet50", n, e, fit=n < 32)
+        for n, e in ((8, 0.9), (16, 0.9), (32, 0.8))
+    ]
+    assert published.beyond(a) == [False, False, False, True]
+    assert published.beyond(published.Comparison(k80, [0.9] * 3, [(0, 1)] * 3, {})) == [
+        False,
+        False,
+        True,
+    ]
+    out = published.pool([a, b], "beyond")
+    assert [out.rows[i].devices for i in out.held_out()] == [16]
+    # model |0.80 - 0.85| = 5 points; hold keeps 4 GPUs' 0.93: 8 points; linear 15 points
+    assert out.scores() == {
+        "model": (approx(5.0), 1.0),
+        "linear": (approx(15.0), 0.0),
+        "hold": (approx(8.0), 1.0),
+    }
+    inside = published.pool([a, b], "inside")
+    # model |0.91 - 0.90| = 1 and |0.96 - 0.97| = 1; hold |0.93 - 0.90| = 3 and |0.98 - 0.97| = 1
+    assert inside.scores()["model"][0] == approx(1.0) and inside.scores()["hold"][0] == approx(2.0)
+    assert len(published.pool([a, b]).held_out()) == 3
+    with pytest.raises(ValueError, match="share a setup"):
+        published.pool([a, a])
+    with pytest.raises(ValueError, match="side"):
+        published.pool([a], "outside")
+    with pytest.raises(ValueError, match="at least one"):
+        published.pool([])
+
+
 # ------------------------------------------------------- ties broken toward the hardware card
 
 
