@@ -39,6 +39,8 @@ Its modules (written by tools/layout.py):
   server traffic, overlap.
 * ``cards`` (lesson 05): model and hardware cards.
 * ``published`` (lesson 05): published figures and one fit per setup.
+* ``published_grid`` (no lesson imports it): what a fit may try: each parameter's values within
+  the hardware card.
 * ``published_tables`` (no lesson imports it): the published throughput tables with their
   settings, and each collection's split.
 * ``calibrate`` (lesson 09): this machine's all-reduce, measured.

@@ -208,6 +208,65 @@ HARDWARE |= {
 }
 
 
+#: fp32 peaks of the GPUs of CSC's clusters (issue 48's fourth set): NVIDIA's A100 data sheet
+#: (SXM4, 19.5 TFLOP/s), AMD's MI250X (47.9 TFLOP/s fp32 vector for the module of two dies, one
+#: die is one GPU to PyTorch); the fourth set's rows give the one-GPU rate, so neither is used
+A100_PEAK_FLOPS, MI250X_DIE_PEAK_FLOPS = 19.5e12, 47.9e12 / 2
+
+#: CSC's GPU clusters as mvsjober/ml-benchmarks ran them (two nodes at most). Network figures
+#: from CSC's documentation (docs.csc.fi; CSCfi/csc-user-guide, docs/computing/systems-puhti.md
+#: and systems-mahti.md) and LUMI's (docs.lumi-supercomputer.eu/hardware/lumig and /network);
+#: the links inside a node are assumptions where the sources name only their kind. A network
+#: total only where a source gives one (Puhti's non-blocking fat tree); elsewhere 8 nodes
+#: at their full link (:func:`dpkit.published_grid.card_value`), which two nodes never reach
+HARDWARE |= {
+    "puhti_v100": Hardware(
+        "Puhti GPU nodes (4x V100 SXM2, NVLink) over dual-rail HDR100 InfiniBand",
+        device_flops_per_s=0.5 * V100_PEAK_FLOPS,
+        devices_per_node=4,
+        # CSC: "4 GPUs connected with NVLink"; assumed: the 4-GPU NVLink 2 mesh, two of each
+        # V100's six links (25 GB/s a direction each) to each other GPU
+        intra=Link(5e-6, 50e9),
+        inter=Link(5e-6, gbit(200)),  # CSC: dual-rail HDR100, 200 Gbps aggregate per node
+        # CSC: "a non-blocking fat-tree topology": all 80 GPU nodes at their full link at once
+        network_total_bytes_per_s=80 * gbit(200),
+        source="CSC, Technical details about Puhti (80 GPU nodes, 4 V100 32 GB with NVLink, "
+        "dual-rail HDR100, 200 Gbps aggregate, non-blocking fat tree); NVIDIA Tesla V100 data "
+        "sheet; achievable rate: half the peak",
+    ),
+    "mahti_a100": Hardware(
+        "Mahti GPU nodes (4x A100 SXM4, NVLink) over 200 Gbit/s HDR InfiniBand",
+        device_flops_per_s=0.5 * A100_PEAK_FLOPS,
+        devices_per_node=4,
+        # CSC: "four Nvidia Ampere A100 GPUs"; assumed: SXM4 on a 4-GPU NVLink 3 board, four of
+        # each A100's twelve links (25 GB/s a direction each) to each other GPU
+        intra=Link(5e-6, 100e9),
+        # CSC: "each node is connected to the network with a single 200 Gbps HDR link" (said of
+        # every Mahti node, not of the GPU nodes apart); no total for the GPU nodes is given
+        inter=Link(5e-6, gbit(200)),
+        source="CSC, Technical details about Mahti (24 GPU nodes, 4 A100 each; one 200 Gbps HDR "
+        "link per node, dragonfly+); NVIDIA A100 data sheet (NVLink 600 GB/s); achievable rate: "
+        "half the peak",
+    ),
+    "lumi_mi250x": Hardware(
+        "LUMI-G nodes (4x MI250X, 8 dies) over 4x 200 Gbit/s Slingshot-11",
+        device_flops_per_s=0.5 * MI250X_DIE_PEAK_FLOPS,
+        devices_per_node=8,
+        # LUMI: dies on different MI250X joined by one or two Infinity Fabric links of 100 GB/s
+        # both ways; a ring over the 8 dies crosses at least one single link, 50 GB/s a direction
+        intra=Link(5e-6, 50e9),
+        inter=Link(5e-6, gbit(800)),  # LUMI: four 200 Gb/s interfaces per node, one per MI250X
+        # no network total: the network page of LUMI's user guide (Lumi-supercomputer/
+        # lumi-userguide, docs/hardware/network.md) describes the dragonfly without one; a
+        # table of 276 TB/s within LUMI-G was seen only on a preview build of that page, so it
+        # is not confirmed and not used
+        source="LUMI documentation, GPU nodes - LUMI-G (4 MI250X, Infinity Fabric between dies, "
+        "four 200 Gb/s Slingshot-11 interfaces per node) and Network and interconnect (50 GB/s "
+        "both ways per endpoint, dragonfly); achievable rate: half the peak",
+    ),
+}
+
+
 def this_machine(calibration, *, model: ModelCard | None = None, examples_per_s=None):
     """A hardware card of this machine from :func:`dpkit.calibrate.measure`: one device is
     one pinned core with one thread; the link is the fitted loopback all-reduce.

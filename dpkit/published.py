@@ -17,9 +17,11 @@ one-GPU rate and an overlap the paper does not publish.
 Later collections (:mod:`dpkit.published_tables`, :data:`NEW_SETUPS`) came after the
 lesson's split had been scored, each split before any fit on it: DLPerf's ResNet-50 tables on
 V100 servers over InfiniBand, a set scored first and a final set put aside (``compare("second")``,
-``compare("final")``), and Lambda's PCIe servers, the third set (``compare("third")``).
+``compare("final")``), Lambda's PCIe servers, the third set (``compare("third")``), and CSC's
+GPU clusters, the fourth set, with held-out rows on two nodes (``compare("fourth")``).
 
-The lesson's sources are described in :mod:`dpkit.published_tables`, beside their tables.
+The lesson's sources are described in :mod:`dpkit.published_tables`, beside their tables; what a
+fit may try, within each hardware card, is :mod:`dpkit.published_grid`.
 """
 
 from __future__ import annotations
@@ -31,10 +33,22 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpkit import cards, scaling
+from dpkit.published_grid import (  # noqa: F401  (what a fit may try, read as published.grid ...)
+    PARAMETERS,
+    TOLERANCE,
+    card_value,
+    check,
+    departure,
+    grid,
+    hardware_with,
+)
 from dpkit.published_tables import (  # noqa: F401  (the tables, read as published.TF_DGX1 ...)
+    CSC,
+    CSC_BATCH,
     DLPERF,
     DLPERF_BATCH,
     FINAL_SET,
+    FOURTH_SET,
     LAMBDA,
     SECOND_SET,
     SERVERS_AT_64,
@@ -136,16 +150,26 @@ SETUPS = {
 }
 #: the setups that came after the lesson's split was scored (:mod:`dpkit.published_tables`),
 #: apart from :data:`SETUPS` so the lesson's table stays the one its split was fixed on:
-#: DLPerf's (NCCL rings over every GPU, fitted as clusters of the card ``v100_ib100``) and
+#: DLPerf's (NCCL rings over every GPU, fitted as clusters of the card ``v100_ib100``),
 #: Lambda's (NCCL rings inside one server of PCIe GPUs: only the link inside the node is used)
-NEW_SETUPS = {
-    key: Setup(f"DLPerf, {short}", "v100_ib100", fitted=CLUSTER, note=name)
-    for key, (name, _, _) in DLPERF.items()
-    for short in [name.split(" (")[0].split(",")[0]]
-} | {
-    key: Setup(f"Lambda, {name.split(',')[0]}", f"{key.split('_')[1]}_pcie", fitted=RING, note=name)
-    for key, (name, _) in LAMBDA.items()
-}
+#: and CSC's (PyTorch DDP rings over every GPU, fitted as clusters of each cluster's card)
+NEW_SETUPS = (
+    {
+        key: Setup(f"DLPerf, {short}", "v100_ib100", fitted=CLUSTER, note=name)
+        for key, (name, _, _) in DLPERF.items()
+        for short in [name.split(" (")[0].split(",")[0]]
+    }
+    | {
+        key: Setup(
+            f"Lambda, {name.split(',')[0]}", f"{key.split('_')[1]}_pcie", fitted=RING, note=name
+        )
+        for key, (name, _) in LAMBDA.items()
+    }
+    | {
+        key: Setup(name, hardware, fitted=CLUSTER, note=f"PyTorch {torch} DDP")
+        for key, (name, hardware, torch, _) in CSC.items()
+    }
+)
 
 
 def setup_of(key: str) -> Setup:
@@ -157,10 +181,17 @@ def setup_of(key: str) -> Setup:
 
 def new_rows(which: str) -> list[Row]:
     """The rows of ``which``: DLPerf's "second" (:data:`SECOND_SET`, scored first) or "final"
-    (:data:`FINAL_SET`, the test set aside), or Lambda's "third" (:data:`THIRD_SET`), fit rows
-    marked as :func:`rows` marks them."""
-    if which not in ("second", "final", "third"):
-        raise ValueError(f"which={which!r}: use 'second', 'final' or 'third'.")
+    (:data:`FINAL_SET`, the test set aside), Lambda's "third" (:data:`THIRD_SET`) or CSC's
+    "fourth" (:data:`FOURTH_SET`), fit rows marked as :func:`rows` marks them."""
+    if which not in ("second", "final", "third", "fourth"):
+        raise ValueError(f"which={which!r}: use 'second', 'final', 'third' or 'fourth'.")
+    if which == "fourth":
+        kw = {"per_device_batch": CSC_BATCH, "algorithm": "ring"}
+        return [
+            row
+            for key in FOURTH_SET
+            for row in _from_rates("csc", key, "resnet50", CSC[key][3], **kw)
+        ]
     if which == "third":
         return [
             row
@@ -209,95 +240,6 @@ def rows() -> list[Row]:
         horovod("resnet101", 512, 0.90),
     ]
     return out
-
-
-#: what a fit may set, and the values it tries, from the setup's hardware card: bandwidths
-#: at most the card's (a link never runs faster than sold), latencies at least the card's,
-#: the shared totals at most every user at its full link (the card's network total: 8 nodes)
-PARAMETERS = {
-    "intra_bw": "link inside a node, bytes/s: the card's x 1/8, 1/4, 1/2, 1",
-    "inter_bw": "each node's network link, bytes/s: the card's x 1/8, 1/4, 1/2, 1",
-    "host_bw": "each device's link to the CPU, bytes/s: the card's x 1/8, 1/4, 1/2, 1",
-    "intra_lat": "latency inside a node, s: the card's x 1, 10, 100, 1000",
-    "inter_lat": "latency between nodes, s: the card's x 1, 10, 100, 1000",
-    "host_total": "all devices to the CPU together: devices x host link x 1/8 .. 1",
-    "net_total": "the network for all nodes together: 8 nodes x node link x 1/8 .. 1",
-    "overlap": "fraction of the exchange that may hide: 0, 1/4, 1/2, 3/4, 1",
-    "fixed": "seconds every multi-device step pays: 0, 1, 3, 10, 30 ms",
-}
-FRACTIONS, FACTORS = (1 / 8, 1 / 4, 1 / 2, 1), (1, 10, 100, 1000)
-#: a parameter set is consistent with the fit rows if its RMS error is within this of the
-#: best's (published tables vary by about 2 points: the DGX-1's Inception V3 runs at 100.2%)
-TOLERANCE = 0.02
-
-
-def card_value(setup: Setup, name: str) -> float:
-    """The hardware card's value of a fitted parameter (the bound the fit keeps to)."""
-    hw = cards.HARDWARE[setup.hardware]
-    if name in ("overlap", "fixed"):
-        return {"overlap": 1.0, "fixed": 0.0}[name]
-    if name == "host_total":
-        return hw.devices_per_node * hw.link_to_host().bandwidth_bytes_per_s
-    if name == "net_total":
-        return 8 * hw.link_between_nodes().bandwidth_bytes_per_s
-    link = {"intra": hw.intra, "inter": hw.inter, "host": hw.host or hw.intra}[name.split("_")[0]]
-    if link is None:
-        raise ValueError(
-            f"{setup.name}: its card {setup.hardware!r} has no {name.split('_')[0]} link."
-        )
-    return link.bandwidth_bytes_per_s if name.endswith("bw") else link.latency_s
-
-
-def grid(setup: Setup) -> dict:
-    """The values a fit tries for each of the setup's fitted parameters (:data:`PARAMETERS`)."""
-    out = {}
-    for name in setup.fitted:
-        if name not in PARAMETERS:
-            raise ValueError(f"unknown parameter {name!r}; choose from {', '.join(PARAMETERS)}.")
-        if name == "overlap":
-            out[name] = [0, 0.25, 0.5, 0.75, 1.0]
-        elif name == "fixed":
-            out[name] = [t * 1e-3 for t in (0, 1, 3, 10, 30)]
-        elif name.endswith("lat"):
-            out[name] = [card_value(setup, name) * f for f in FACTORS]
-        else:
-            out[name] = [card_value(setup, name) * f for f in FRACTIONS]
-    return out
-
-
-def check(setup: Setup, params: dict) -> None:
-    """Refuse a parameter the hardware card does not allow: a bandwidth above the card's,
-    a latency below it, an overlap outside 0..1, a negative fixed cost."""
-    for name, value in params.items():
-        card = card_value(setup, name)
-        if name.endswith("lat") or name == "fixed":
-            bad, bound = value < card * (1 - 1e-9), f"at least the card's {card:g}"
-        elif name == "overlap":
-            bad, bound = not 0 <= value <= 1, "from 0 to 1"
-        else:
-            bad, bound = value > card * (1 + 1e-9), f"at most the card's {card:g}"
-        if bad:
-            raise ValueError(f"{setup.name}: {name}={value:g} is outside the card: use {bound}.")
-
-
-def hardware_with(setup: Setup, params: dict) -> scaling.Hardware:
-    """The setup's hardware card with ``params`` (keys of :data:`PARAMETERS`) put in."""
-    check(setup, params)
-    hw = cards.HARDWARE[setup.hardware]
-    links = {"intra": hw.intra, "inter": hw.inter, "host": hw.host}
-    totals = {}
-    for key, value in params.items():
-        if key in ("overlap", "fixed"):
-            continue
-        if key in ("host_total", "net_total"):
-            name = "host_total_bytes_per_s" if key == "host_total" else "network_total_bytes_per_s"
-            totals[name] = value
-            continue
-        name, what = key.split("_")
-        link = links[name] or hw.intra
-        field_name = "bandwidth_bytes_per_s" if what == "bw" else "latency_s"
-        links[name] = replace(link, **{field_name: value})
-    return replace(hw, **links, **totals)
 
 
 def _options(row: Row, setup: Setup) -> dict:
@@ -353,17 +295,6 @@ class Fit:
     best: dict
     consistent: list[dict]
     rms: float  # the best point's RMS error over the fit rows
-
-
-def departure(setup: Setup, point: dict) -> int:
-    """How far ``point`` sits from the hardware card, in steps of the setup's :func:`grid`
-    (the card's own value is a grid value of every parameter: :func:`card_value`)."""
-    values, steps = grid(setup), 0
-    for name, value in point.items():
-        tried = np.array(values[name], dtype=float)
-        at, card = (int(np.argmin(abs(tried - v))) for v in (value, card_value(setup, name)))
-        steps += abs(at - card)
-    return steps
 
 
 #: how a fit chooses among grid points that fit its rows equally well (within :data:`TIE`):
@@ -476,8 +407,8 @@ class Comparison:
 
 def compare(which: str = "lesson", ties: str = "card") -> Comparison:
     """Fit each setup on its fit rows, then predict every row, with its band: the lesson's
-    rows (:func:`rows`) or the "second", "final" or "third" set (:func:`new_rows`); ``ties`` as
-    :func:`fit_setup`'s."""
+    rows (:func:`rows`) or the "second", "final", "third" or "fourth" set (:func:`new_rows`);
+    ``ties`` as :func:`fit_setup`'s."""
     all_rows = rows() if which == "lesson" else new_rows(which)
     predicted, band, fits = [0.0] * len(all_rows), [(0.0, 0.0)] * len(all_rows), {}
     for key in dict.fromkeys(r.setup for r in all_rows):
@@ -486,3 +417,41 @@ def compare(which: str = "lesson", ties: str = "card") -> Comparison:
         for j, i in enumerate(index):
             predicted[i], band[i] = float(best[j]), tuple(map(float, low_high[j]))
     return Comparison(all_rows, predicted, band, fits)
+
+
+def beyond(comparison: Comparison) -> list[bool]:
+    """For each row: is it held out on more servers (nodes of its setup's hardware card) than
+    the largest fit row of its series? Lesson 09's split: *beyond the fitted servers*."""
+    rows = comparison.rows
+    nodes = [cards.HARDWARE[setup_of(r.setup).hardware].nodes(r.devices) for r in rows]
+    fitted = {}
+    for r, n in zip(rows, nodes):
+        if r.fit:
+            fitted[r.setup, r.model] = max(fitted.get((r.setup, r.model), 0), n)
+    missing = sorted({(r.setup, r.model) for r in rows} - set(fitted))
+    if missing:
+        raise ValueError(f"series with no fit row, nothing to compare with: {missing}.")
+    return [not r.fit and n > fitted[r.setup, r.model] for r, n in zip(rows, nodes)]
+
+
+SIDES = ("all", "beyond", "inside")
+
+
+def pool(comparisons: list[Comparison], side: str = "all") -> Comparison:
+    """Several comparisons as one: every fit row, and the held-out rows on ``side`` of
+    :func:`beyond`'s split ("beyond" the fitted servers, "inside" them, or "all")."""
+    if side not in SIDES:
+        raise ValueError(f"side={side!r}: use one of {', '.join(SIDES)}.")
+    if not comparisons:
+        raise ValueError("no comparisons to pool: give at least one (published.compare(...)).")
+    keys = [key for c in comparisons for key in c.fits]
+    if len(keys) != len(set(keys)):
+        raise ValueError("the comparisons share a setup; pool each set of setups once.")
+    kept = [
+        (r, p, b)
+        for c in comparisons
+        for r, p, b, out in zip(c.rows, c.predicted, c.band, beyond(c))
+        if r.fit or side == "all" or out == (side == "beyond")
+    ]
+    fits = {key: f for c in comparisons for key, f in c.fits.items()}
+    return Comparison(*(list(x) for x in zip(*kept)), fits)

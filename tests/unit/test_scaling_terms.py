@@ -6,11 +6,12 @@ them, never computed by the code under test."""
 
 import functools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from dpkit import published, scaling
+from dpkit import cards, published, scaling
 from dpkit.scaling import Hardware, Link
 from tests.support.scaling_cases import CLUSTER, HOST, INTER, INTRA, MODEL, ONE_NODE, M, approx
 
@@ -153,6 +154,63 @@ def test_hold_and_score_by_hand():
     assert median == approx((5 + 12) / 2) and within == approx(2 / 4)
 
 
+# ------------------------------------ a card's own network total: clusters of one-GPU nodes
+
+#: 32 nodes of one GPU each, 100 Gbit/s (12.5 GB/s) per node, no latency, on a network whose
+#: stated total carries all 32 nodes at their full link (400 GB/s)
+ONE_GPU_NODES = Hardware(
+    "32 one-GPU nodes",
+    1e13,
+    devices_per_node=1,
+    intra=Link(0.0, 25e9),
+    inter=Link(0.0, 12.5e9),
+    network_total_bytes_per_s=32 * 12.5e9,
+)
+
+
+@pytest.fixture
+def one_gpu_nodes(monkeypatch):
+    """The card with its stated total, and the same card without one."""
+    monkeypatch.setitem(cards.HARDWARE, "one_gpu_nodes", ONE_GPU_NODES)
+    no_total = replace(ONE_GPU_NODES, network_total_bytes_per_s=None)
+    monkeypatch.setitem(cards.HARDWARE, "one_gpu_nodes_no_total", no_total)
+    setup = published.Setup("one-GPU nodes", "one_gpu_nodes", fitted=published.CLUSTER)
+    return setup, replace(setup, hardware="one_gpu_nodes_no_total")
+
+
+def test_the_network_bound_is_the_cards_own_total(one_gpu_nodes):
+    stated, unstated = one_gpu_nodes
+    assert published.card_value(stated, "net_total") == approx(400e9)  # 32 x 12.5 GB/s
+    assert published.grid(stated)["net_total"] == [approx(v) for v in (50e9, 100e9, 200e9, 400e9)]
+    assert published.card_value(unstated, "net_total") == approx(100e9)  # 8 nodes x 12.5 GB/s
+    k80 = published.SETUPS["k80_cluster"]  # a card with no total: 8 machines at 10 Gbit/s
+    assert published.card_value(k80, "net_total") == approx(8 * 10e9 / 8)
+    published.check(stated, {"net_total": 400e9})
+    with pytest.raises(ValueError, match="net_total=8e"):
+        published.check(stated, {"net_total": 800e9})
+
+
+def test_one_gpu_nodes_on_a_fat_network_keep_their_link(one_gpu_nodes):
+    """ResNet-50 (25,583,592 float32 gradients), 64 images at a measured 640 images/s (0.1 s of
+    compute), one ring over every GPU: at n nodes each sends 2 (n-1)/n M bytes over its
+    12.5 GB/s link, or over total/n if that is less; nothing hidden, no fixed cost."""
+    stated, unstated = one_gpu_nodes
+    m = 25_583_592 * 4
+    row = functools.partial(published.Row, "made up", "one_gpu_nodes", "resnet50")
+    row = functools.partial(row, per_device_batch=64, one_device_examples_per_s=640.0)
+
+    def efficiency(setup, devices):
+        point = {"net_total": published.card_value(setup, "net_total")}
+        return published.predict_row(row(devices, 1.0), setup, point)
+
+    at_link = 2 * 31 / 32 * m / 12.5e9  # 400 GB/s over 32 nodes: each keeps its 12.5 GB/s
+    assert efficiency(stated, 32) == approx(0.1 / (0.1 + at_link))
+    squeezed = 2 * 31 / 32 * m / (100e9 / 32)  # 8 x 12.5 GB/s over 32 nodes: 3.125 GB/s each
+    assert efficiency(unstated, 32) == approx(0.1 / (0.1 + squeezed))
+    two = 2 * 1 / 2 * m / 12.5e9  # two nodes: neither total binds
+    assert efficiency(stated, 2) == approx(0.1 / (0.1 + two)) == approx(efficiency(unstated, 2))
+
+
 @pytest.fixture(scope="module")
 def comparison():
     return published.compare()
@@ -217,7 +275,7 @@ def test_lambda_rows_are_the_tables_with_eight_gpus_held_out():
     sets = [{r.setup for r in published.new_rows(w)} for w in ("second", "final", "third")]
     assert not sets[2] & (sets[0] | sets[1] | {r.setup for r in published.rows()})
     with pytest.raises(ValueError, match="third"):
-        published.new_rows("fourth")
+        published.new_rows("fifth")
 
 
 def test_the_pcie_cards_bound_the_lambda_fits():
@@ -231,6 +289,106 @@ def test_the_pcie_cards_bound_the_lambda_fits():
         assert set(values) == {"intra_bw", "intra_lat", "overlap", "fixed"}  # one node, a ring
     with pytest.raises(ValueError, match="outside the card"):
         published.check(published.NEW_SETUPS["lambda_2080ti"], {"intra_bw": 20e9})
+
+
+# ------------------------------------------- CSC's clusters: a fourth set, beyond one node
+
+
+def test_csc_rows_fit_inside_one_node_and_hold_out_two_nodes():
+    fourth = published.new_rows("fourth")
+    assert len({r.setup for r in fourth}) == 20 and {r.model for r in fourth} == {"resnet50"}
+    held = [r for r in fourth if not r.fit]
+    assert len(held) == 20
+    for r in fourth:  # 4 GPUs a node on Puhti and Mahti, 8 dies on LUMI
+        per_node = 8 if "lumi" in r.setup else 4
+        assert r.fit == (r.devices <= per_node)  # fit inside one node, held out on two
+        assert r.fit or r.devices == 2 * per_node
+    found = {(r.setup, r.devices): r for r in fourth}
+    # results.md: "DDP, synthetic | PyTorch 2.0.0+cu117 | puhti | 8 | 2023-09-28 | 2465.86",
+    # one GPU 329.27
+    puhti = found["csc_puhti_230928_fp32", 8]
+    assert puhti.efficiency == approx(2465.86 / 8 / 329.27) and not puhti.fit
+    assert puhti.per_device_batch == 32 and puhti.one_device_examples_per_s == 329.27
+    # "DDP, synthetic, fp16 | PyTorch 2.1.1+rocm5.6 | lumi | 16 | 2023-11-17 | 12066.58", one 902.57
+    lumi = found["csc_lumi_231117_fp16", 16]
+    assert lumi.efficiency == approx(12066.58 / 16 / 902.57) and lumi.algorithm == "ring"
+    assert found["csc_lumi_231117_fp16", 8].fit and found["csc_mahti_260109_fp32", 4].fit
+    earlier = [{r.setup for r in published.new_rows(w)} for w in ("second", "final", "third")]
+    assert not {r.setup for r in fourth} & set().union(
+        *earlier, {r.setup for r in published.rows()}
+    )
+
+
+def test_the_csc_cards_bound_the_fits():
+    """Network links from the centres' pages: Puhti dual-rail HDR100 (2 x 100 Gbit/s), Mahti one
+    HDR link (200 Gbit/s), LUMI four Slingshot-11 interfaces (4 x 200 Gbit/s)."""
+    expect = {"csc_puhti_240229_fp32": 200e9 / 8, "csc_mahti_240508_fp32": 200e9 / 8}
+    expect["csc_lumi_240229_fp32"] = 4 * 200e9 / 8
+    for key, link in expect.items():
+        values = published.grid(published.NEW_SETUPS[key])
+        assert max(values["inter_bw"]) == approx(link), key
+        assert set(values) == set(published.CLUSTER)
+    puhti = published.NEW_SETUPS["csc_puhti_240229_fp16"]
+    # non-blocking fat tree: all 80 GPU nodes at 25 GB/s at once
+    assert published.card_value(puhti, "net_total") == approx(80 * 25e9)
+    mahti = published.NEW_SETUPS["csc_mahti_240508_fp16"]  # no total given: 8 nodes x 25 GB/s
+    assert published.card_value(mahti, "net_total") == approx(8 * 25e9)
+    assert max(published.grid(mahti)["intra_bw"]) == approx(100e9)  # 4 NVLink 3 links a pair
+
+
+def test_beyond_and_pool_split_held_out_rows_by_servers():
+    """Made-up rows on cards of 8 GPUs a node: 8 GPUs stay inside the fit rows' one node, 16
+    need a second; on the K80 cluster the fit rows already span two machines (8 and 16 GPUs)."""
+    row = published.Row
+    a = published.Comparison(
+        [
+            row("s", "dlperf_tf2", "resnet50", 2, 0.95, fit=True),
+            row("s", "dlperf_tf2", "resnet50", 4, 0.93, fit=True),
+            row("s", "dlperf_tf2", "resnet50", 8, 0.90),
+            row("s", "dlperf_tf2", "resnet50", 16, 0.85),
+        ],
+        [0.95, 0.93, 0.91, 0.80],
+        [(0.9, 1.0)] * 4,
+        {"dlperf_tf2": None},
+    )
+    b = published.Comparison(
+        [
+            row("s", "lambda_a100_pcie", "vgg16", 2, 0.99, fit=True),
+            row("s", "lambda_a100_pcie", "vgg16", 4, 0.98, fit=True),
+            row("s", "lambda_a100_pcie", "vgg16", 8, 0.97),
+        ],
+        [0.99, 0.98, 0.96],
+        [(0.9, 1.0)] * 3,
+        {"lambda_a100_pcie": None},
+    )
+    k80 = [
+        row("s", "k80_cluster", "resnet50", n, e, fit=n < 32)
+        for n, e in ((8, 0.9), (16, 0.9), (32, 0.8))
+    ]
+    assert published.beyond(a) == [False, False, False, True]
+    assert published.beyond(published.Comparison(k80, [0.9] * 3, [(0, 1)] * 3, {})) == [
+        False,
+        False,
+        True,
+    ]
+    out = published.pool([a, b], "beyond")
+    assert [out.rows[i].devices for i in out.held_out()] == [16]
+    # model |0.80 - 0.85| = 5 points; hold keeps 4 GPUs' 0.93: 8 points; linear 15 points
+    assert out.scores() == {
+        "model": (approx(5.0), 1.0),
+        "linear": (approx(15.0), 0.0),
+        "hold": (approx(8.0), 1.0),
+    }
+    inside = published.pool([a, b], "inside")
+    # model |0.91 - 0.90| = 1 and |0.96 - 0.97| = 1; hold |0.93 - 0.90| = 3 and |0.98 - 0.97| = 1
+    assert inside.scores()["model"][0] == approx(1.0) and inside.scores()["hold"][0] == approx(2.0)
+    assert len(published.pool([a, b]).held_out()) == 3
+    with pytest.raises(ValueError, match="share a setup"):
+        published.pool([a, a])
+    with pytest.raises(ValueError, match="side"):
+        published.pool([a], "outside")
+    with pytest.raises(ValueError, match="at least one"):
+        published.pool([])
 
 
 # ------------------------------------------------------- ties broken toward the hardware card
