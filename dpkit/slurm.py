@@ -21,7 +21,6 @@ from dpkit.plumbing import checks, procs
 PORT_BASE = 2222  # task i on a node listens on PORT_BASE + i (TensorFlow's default is 8888)
 STEP = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
 _TIME = re.compile(r"^(\d+-)?\d{1,2}(:\d{2}){0,2}$")
-_JOBS = ("chief", "ps", "worker")
 
 
 def tasks_per_node(text: str) -> list[int]:
