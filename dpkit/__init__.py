@@ -86,4 +86,9 @@ Its modules (written by tools/layout.py):
 (end of the list)
 """
 
-__version__ = "0.1.0"
+from importlib import metadata as _metadata
+
+try:  # the installed distribution's version: what `make release` writes into pyproject.toml
+    __version__ = _metadata.version("dpkit")
+except _metadata.PackageNotFoundError:  # a source tree on sys.path, never installed
+    __version__ = "unknown (not installed)"
