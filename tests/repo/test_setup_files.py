@@ -22,6 +22,8 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from tests.support.paths import ci_targets
 
@@ -224,12 +226,40 @@ def test_protobuf_stays_below_7_while_tensorflow_2_20_is_supported(project, tf_r
     assert deps["protobuf"].specifier.contains("5.29.6"), "TensorFlow 2.19 needs <6"
 
 
-def test_the_lab_extra_brings_jupyter_server_proxy(project):
-    lab = {Requirement(r).name: Requirement(r) for r in project["optional-dependencies"]["lab"]}
+# What reaches a learner's server, with the advisories each floor keeps out: (the last release
+# affected, the first fixed, the advisory and where it is stated).
+ADVISORIES = {
+    "jupyter-server-proxy": [
+        ("4.1.0", "4.1.1", "CVE-2024-28179, unauthenticated websockets (GHSA-w3vc-fx9p-wp4v)"),
+        ("4.1.2", "4.2.0", "CVE-2024-35225, XSS in /proxy (GHSA-fvcq-4x64-hqxr)"),
+    ],
+    "jupyter-server": [
+        ("2.19.0", "2.20.0", "CVE-2026-44727, stored XSS in nbconvert (GHSA-fcw5-x6j4-ccmp)"),
+    ],
+    "jupyterlab": [
+        ("4.6.1", "4.6.2", "CVE-2026-73415, -73417, -73627 (JupyterLab 4.6.2's release)"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVISORIES))
+def test_the_lab_extra_keeps_out_every_advisory_and_the_lock_is_past_it(project, name):
+    lab = {
+        canonicalize_name(Requirement(r).name): Requirement(r).specifier
+        for r in project["optional-dependencies"]["lab"]
+    }
     assert {"jupyter-server-proxy", "jupyterlab", "ipywidgets"} <= set(lab)
-    # CVE-2024-28179: before 4.1.1 its websocket proxy did not check authentication
-    proxy = lab["jupyter-server-proxy"].specifier
-    assert not proxy.contains("4.1.0") and proxy.contains("4.1.1"), proxy
+    assert name in lab, f"the lab extra sets no floor for {name}"
+    locked = {
+        canonicalize_name(line.split("==")[0]): line.split("==")[1].strip()
+        for line in (ROOT / "requirements" / "lock-linux-cpu-py311.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    for affected, fixed, advisory in ADVISORIES[name]:
+        assert not lab[name].contains(affected), f"{name} {affected} is allowed: {advisory}"
+        assert Version(locked[name]) >= Version(fixed), f"the lock pins {name} {locked[name]}"
+    newest_fix = max((Version(fixed) for _, fixed, _ in ADVISORIES[name]))
+    assert lab[name].contains(str(newest_fix)), f"{name} {newest_fix} is refused: a floor too high"
 
 
 @pytest.mark.parametrize("name", ["postBuild", "start"])
