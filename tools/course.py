@@ -112,12 +112,18 @@ def nbgrader(root: Path, *args: str) -> str:
     return log
 
 
-def run_step(step: str, root: Path, assignment: str) -> None:
+def _check(root: Path, assignment: str) -> None:
+    """Stop, saying what to do, unless ``root`` is a course folder and ``assignment`` one of
+    its assignments."""
     known = assignments()
     if assignment not in known:
         raise SystemExit(f"error: no assignment {assignment!r}; the course has {', '.join(known)}")
     if not (root / "nbgrader_config.py").exists():
         raise SystemExit(f"error: {root} is not a course folder: run `tools/course.py new {root}`")
+
+
+def run_step(step: str, root: Path, assignment: str) -> None:
+    _check(root, assignment)
     if step == "autograde" and importlib.util.find_spec(CHECKER) is None:
         # Without it every check cell fails at its import and every student scores 0.
         raise SystemExit(
@@ -131,11 +137,23 @@ def run_step(step: str, root: Path, assignment: str) -> None:
 
 def grades(root: Path, assignment: str) -> list[tuple[str, str, float, float]]:
     """(student, notebook, score, max score) for every graded notebook of ``assignment``."""
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook, MissingEntry
 
+    _check(root, assignment)
+    none_yet = SystemExit(
+        f"error: {assignment} has no grades in {root} yet: release it, then collect and "
+        f"autograde what was handed in (make course-release A={assignment}, course-collect, "
+        "course-autograde)"
+    )
+    if not (root / "gradebook.db").exists():  # opening it would create it
+        raise none_yet
     rows = []
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as book:
-        for notebook in book.find_assignment(assignment).notebooks:
+        try:
+            found = book.find_assignment(assignment)
+        except MissingEntry:
+            raise none_yet from None
+        for notebook in found.notebooks:
             for submission in notebook.submissions:
                 rows.append(
                     (submission.student.id, notebook.name, submission.score, submission.max_score)
@@ -164,7 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         for student, notebook, score, top in grades(args.course.resolve(), args.assignment):
             print(f"{student:20s} {notebook:40s} {score:g}/{top:g}")
     else:
-        run_step(args.command, args.course.resolve(), args.assignment)
+        try:
+            run_step(args.command, args.course.resolve(), args.assignment)
+        except RuntimeError as error:  # nbgrader failed: its own words, not a traceback
+            print(f"course: {error}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -218,3 +218,12 @@ def test_the_grades_table_shows_every_student(course, week, capsys):
         "bob": f"{total - 1:g}/{total:g}",
         "carol": f"0/{total:g}",
     }
+
+
+def test_grades_of_an_assignment_never_released_is_an_error_that_says_what_to_do(tmp_path):
+    root = tmp_path / "course"
+    course_tool.main(["new", str(root), "--course-id", COURSE_ID])
+    with pytest.raises(SystemExit, match=r"ex03 has no grades in .* yet: release it"):
+        course_tool.main(["grades", str(root), "ex03"])
+    with pytest.raises(SystemExit, match="no assignment 'ex99'"):
+        course_tool.main(["grades", str(root), "ex99"])
