@@ -51,7 +51,13 @@ LINK = re.compile(r"(\]\()([^)\s#]+)((?:#[^)\s]*)?\))")
 
 def landing_page(readme: str) -> str:
     """index.md: README's title and opening paragraphs, then its lesson table (as README has
-    them: edit README, not this page)."""
+    them: edit README, not this page). A quoted banner above the title (the student copy's,
+    tools/student_copy.py) goes under the title."""
+    lines = readme.split("\n")
+    banner = []
+    while lines and (lines[0].startswith(">") or (banner and not lines[0].strip())):
+        banner.append(lines.pop(0))
+    readme = "\n".join(lines)
     title, rest = readme.split("\n", 1)
     opening = rest.split("\n## ", 1)[0].strip()
     lessons = re.search(r"^## Lessons\n\n(\|.*?)\n\n", readme, re.MULTILINE | re.DOTALL)
@@ -60,6 +66,7 @@ def landing_page(readme: str) -> str:
     return "\n\n".join(
         [
             title,
+            *(["\n".join(banner).strip()] if banner else []),
             opening,
             "Every page below is a notebook with its stored outputs: read it here, or open it "
             "with the buttons at the top of the page in Colab or Binder, or download it.",

@@ -23,6 +23,16 @@ def test_the_landing_page_is_written_from_readme():
     assert "[Setting up]" in website.landing_page(changed)  # follows README, not a copy
 
 
+def test_the_student_copys_readme_with_its_banner_makes_a_landing_page_too():
+    import student_copy
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = website.landing_page(student_copy.NOTE + readme)
+    title, banner = page.split("\n\n")[:2]
+    assert title == readme.split("\n", 1)[0]
+    assert banner == student_copy.NOTE.strip()
+
+
 def test_relative_links_out_of_the_book_go_to_github_at_the_ref(tmp_path):
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "00_a.ipynb").write_text("{}")
