@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from dpkit.plumbing import procs
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "scancel", "squeue", "sinfo", "scontrol")
 PACKAGES = ("slurm-wlm", "munge")
@@ -64,12 +66,6 @@ def install() -> None:
         raise Unavailable(f"after apt-get install, still missing: {', '.join(missing())}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _conf(folder: Path, host: str, node: str, cpus: int, memory_mb: int) -> str:
     """slurm.conf for one node that runs every job step on this machine. The node is called
     ``node`` ("localhost": the name Slurm gives the tasks, so the addresses TensorFlow dials
@@ -80,8 +76,8 @@ def _conf(folder: Path, host: str, node: str, cpus: int, memory_mb: int) -> str:
         [
             "ClusterName=dpkit",
             f"SlurmctldHost={host}(127.0.0.1)",
-            f"SlurmctldPort={_free_port()}",
-            f"SlurmdPort={_free_port()}",
+            f"SlurmctldPort={procs.free_port()}",
+            f"SlurmdPort={procs.free_port()}",
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
