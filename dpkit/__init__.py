@@ -30,7 +30,9 @@ Its modules (written by tools/layout.py):
 * ``cluster`` (lesson 07): local ps/worker clusters that are always torn down.
 * ``in_process`` (no lesson imports it): the servers and coordinators TensorFlow starts in this
   process and cannot stop.
-* ``tasks`` (lesson 07): a process per task of a local cluster, in records; the softmax steps.
+* ``tasks`` (lesson 08): a process per task of a local cluster, talking in records.
+* ``softmax`` (lesson 07): the task every process trains: the digits, the initial weights, the
+  MWMS and ps steps.
 * ``launcher`` (lesson 08): reading and checking one task of a real cluster, from flags or
   TF_CONFIG.
 * ``slurm`` (lesson 08): a Slurm job of the task program: its batch script, the task from
@@ -38,11 +40,11 @@ Its modules (written by tools/layout.py):
 * ``scaling`` (lesson 09): the cost model of a step: alpha-beta exchange, ring and parameter-
   server traffic, overlap.
 * ``cards`` (lesson 05): model and hardware cards.
-* ``published`` (lesson 05): published figures and one fit per setup.
+* ``published`` (lesson 09): published figures and one fit per setup.
 * ``published_grid`` (no lesson imports it): what a fit may try: each parameter's values within
   the hardware card.
-* ``published_tables`` (no lesson imports it): the published throughput tables with their
-  settings, and each collection's split.
+* ``published_tables`` (lesson 05): the published throughput tables with their settings, and
+  each collection's split.
 * ``calibrate`` (lesson 09): this machine's all-reduce, measured.
 * ``diagrams`` (lesson 00): pictures of devices, towers and clusters.
 * ``params`` (lesson 00): a lesson's parameters checked at once, before TensorFlow fails

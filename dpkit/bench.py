@@ -2,7 +2,7 @@
 
 Introduced in lesson 05. TensorFlow fixes its device list once per process, so a run on
 ``n`` devices needs a process of its own: :func:`run` starts the program ``throughput``
-(:mod:`dpkit.programs.throughput`) for one :class:`Config` and reads what it measures.
+(:mod:`dpkit.programs.throughput`) for one :class:`~dpkit.report.Config` and reads what it measures.
 :class:`Sweep` runs several device counts in turn and yields :class:`Event` s as they
 arrive; the command line (``python -m dpkit bench``), the notebook widgets
 (:mod:`dpkit.views.widgets`) and the benchmarks all share this one runner. ``Config``,
@@ -27,17 +27,8 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from dpkit import devices
+from dpkit import devices, report
 from dpkit.plumbing import checks, contract, procs
-from dpkit.report import (  # noqa: F401
-    DATASETS,
-    MODELS,
-    STRATEGIES,
-    Config,
-    Report,
-    Result,
-    spelled,
-)
 
 
 @dataclass(frozen=True)
@@ -50,11 +41,11 @@ class Event:
     kind: str
     index: int  # position of the run in its sweep (0 for a single run)
     total: int  # number of runs in the sweep
-    config: Config
+    config: report.Config
     # the child's record ("ready", "peak", "window"); {"reused": True} for a "result" that an
     # earlier run measured (Sweep's reuse)
     data: dict = field(default_factory=dict)
-    result: Result | None = None  # "result" only
+    result: report.Result | None = None  # "result" only
     record: contract.Event | None = None  # "ready", "peak", "window": data as the contract's
 
 
@@ -62,7 +53,7 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
     """Run one config in a child; yield its events, the last one a ``"result"``."""
     started = time.perf_counter()
     deadline = started + config.timeout
-    result = Result(config=config)
+    result = report.Result(config=config)
     lines: queue.Queue = queue.Queue()
     argv = argv or procs.program_argv(
         contract.Program.THROUGHPUT, "--config", json.dumps(config.as_dict())
@@ -124,21 +115,21 @@ def _events(config, index, total, stop: threading.Event, on_child=None, argv=Non
     yield Event("result", index, total, config, {}, result)
 
 
-def _keep(result: Result, message: contract.Event) -> None:
+def _keep(result: report.Result, message: contract.Event) -> None:
     """Copy what ``result`` keeps of one of the throughput program's records."""
     if isinstance(message, contract.ThroughputPeak):
         result.peak_flops_per_sec = message.flops_per_sec
     elif isinstance(message, contract.ThroughputWindow):
         result.window_rates.append(message.examples_per_sec)
-    else:  # ready, summary: every field Result has by the same name
+    else:  # ready, summary: every field report.Result has by the same name
         for name, value in message.to_record().items():
             if hasattr(result, name):
                 setattr(result, name, value)
 
 
-def run(config: Config, *, on_event=None) -> Result:
+def run(config: report.Config, *, on_event=None) -> report.Result:
     """Run one configuration in a child process, calling ``on_event`` with each :class:`Event`
-    as it arrives; return the :class:`Result` (check ``result.ok``)."""
+    as it arrives; return the :class:`~dpkit.report.Result` (check ``result.ok``)."""
     for event in _events(config, 0, 1, threading.Event()):
         if on_event is not None:
             on_event(event)
@@ -174,9 +165,9 @@ def describe_event(event: Event) -> str:
     return f"{head} {n} device(s): {r.status.upper()}: {r.error.splitlines()[0] if r.error else ''}"
 
 
-def load(path: str) -> Report:
+def load(path: str) -> report.Report:
     """Read the results of ``python -m dpkit bench`` back (:meth:`Report.load`)."""
-    return Report.load(path)
+    return report.Report.load(path)
 
 
 # ----------------------------------------------------------------------------- sweeps
@@ -201,17 +192,17 @@ SAME_RUN = ("model", "devices", "strategy", "global_batch", "dataset", "seed")
 SAME_RUN += ("warmup_steps", "window_steps", "windows")
 
 
-def same_run(a: Config, b: Config) -> bool:
+def same_run(a: report.Config, b: report.Config) -> bool:
     """Whether ``a`` and ``b`` train and measure the same thing (:data:`SAME_RUN`): a weak run
     whose global batch equals a strong run's on as many devices is that strong run."""
     return all(getattr(a, name) == getattr(b, name) for name in SAME_RUN)
 
 
-def _reusable(configs: list[Config], reuse) -> dict[int, Result]:
+def _reusable(configs: list[report.Config], reuse) -> dict[int, report.Result]:
     """``{index: result}``: the configs an earlier, successful result already measured."""
     reuse = list(reuse)
     for r in reuse:
-        if not isinstance(r, Result):
+        if not isinstance(r, report.Result):
             raise ValueError(
                 f"reuse takes the Results of an earlier sweep (e.g. reuse=report.results), "
                 f"got {type(r).__name__}."
@@ -253,8 +244,8 @@ class Sweep:
     measures the matmul peak in the first run, for MFU; ``reuse``: results of earlier runs
     (``report.results``), each taken over by the configuration it already measured
     (:func:`same_run`) instead of running it again; ``**config`` holds the other
-    :class:`Config` fields. A bad count, scaling or configuration raises ``ValueError`` before
-    any child starts.
+    :class:`~dpkit.report.Config` fields. A bad count, scaling or configuration raises
+    ``ValueError`` before any child starts.
     """
 
     def __init__(
@@ -263,7 +254,7 @@ class Sweep:
         *,
         scaling: str = "strong",
         measure_peak=True,
-        reuse: Iterable[Result] = (),
+        reuse: Iterable[report.Result] = (),
         **config,
     ):
         if scaling not in ("strong", "weak"):
@@ -273,11 +264,11 @@ class Sweep:
                 raise ValueError(f"{name} is set by the sweep; leave it out of the config.")
         weak, peak = scaling == "weak", bool(measure_peak)
         self.configs = [
-            Config(devices=n, per_device=weak, measure_peak=peak and i == 0, **config)
+            report.Config(devices=n, per_device=weak, measure_peak=peak and i == 0, **config)
             for i, n in enumerate(_device_counts(device_counts))
         ]
         self.reused = _reusable(self.configs, reuse)  # {index: result}: runs not run again
-        self.report = Report(scaling=scaling)
+        self.report = report.Report(scaling=scaling)
         self._stop = threading.Event()
         self._child = None
         self._argv = None  # tests swap the child's command line
@@ -307,7 +298,7 @@ class Sweep:
     def _set_child(self, child: procs.Child) -> None:
         self._child = child
 
-    def run(self, on_event=None) -> Report:
+    def run(self, on_event=None) -> report.Report:
         """Run to the end (or :meth:`stop`), calling ``on_event`` for each event."""
         for event in self.events():
             if on_event is not None:

@@ -129,7 +129,7 @@ _current: DeviceSetup | None = None
 
 def count(n, what: str = "setup(n): n", example: str = "e.g. devices.setup(2)") -> int:
     """``n`` as an int if it is a whole number from 1 to :data:`MAX_DEVICES`, else a
-    ``ValueError``: the one device-count rule of :func:`setup`, :func:`plan`, ``bench.Config``
+    ``ValueError``: the one device-count rule of :func:`setup`, :func:`plan`, ``report.Config``
     and ``bench.Sweep`` (the command line's), which ``params.whole(1, MAX_DEVICES)`` words alike.
     """
     if checks.is_whole(n) and n < 1:

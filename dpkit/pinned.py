@@ -32,7 +32,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from dpkit import bench
+from dpkit import models
 from dpkit.plumbing import checks, contract, procs, quota
 
 BASELINE = "1 process, 1 thread"
@@ -182,7 +182,7 @@ class Comparison:
 
 
 def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, timeout):
-    checks.one_of(model, bench.MODELS, "model")
+    checks.one_of(model, models.MODELS, "model")
     cores = cores_for(len(usable_cores()) if workers is None else workers)
     workers = len(cores)
     checks.whole(global_batch, "global_batch", workers, "e.g. global_batch=256")

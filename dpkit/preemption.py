@@ -165,7 +165,7 @@ def run_job(
     echo=print,
 ) -> Job:
     """Run two ``preempt`` workers on ``directory`` (its ``checkpoint`` folder: the handler's;
-    ``batches.npz``: the global batches of :func:`dpkit.tasks.digits_batches`; ``w0.npz`` and
+    ``batches.npz``: the global batches of :func:`dpkit.softmax.digits_batches`; ``w0.npz`` and
     ``w1.npz``: the final weights) until they exit; return their :class:`Job`.
 
     They restore the handler's latest checkpoint in ``directory`` if there is one, and train
@@ -183,7 +183,7 @@ def run_job(
     victim = checks.whole(victim, "victim", 0, "0 or 1", maximum=1)
     import numpy as np
 
-    from dpkit import tasks
+    from dpkit import softmax
 
     os.makedirs(directory, exist_ok=True)
     workers = 2
@@ -192,7 +192,7 @@ def run_job(
     # and the handler works as off Google Cloud (see dpkit/programs/preemption.py)
     not_gcp = {"GCE_METADATA_IP": f"127.0.0.1:{procs.free_port()}"}
     names = [f"worker:{i}" for i in range(workers)]
-    x, y = tasks.digits_batches(global_batch, steps, seed)  # the same batches every run
+    x, y = softmax.digits_batches(global_batch, steps, seed)  # the same batches every run
     data = os.path.join(directory, "batches.npz")
     np.savez(data, x=x, y=y)
     arguments = ["--checkpoint_dir", os.path.join(directory, "checkpoint"), "--data", data]

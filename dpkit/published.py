@@ -1,5 +1,5 @@
-"""Published scaling results (lesson 05 reads one table), and the cost model of
-:mod:`dpkit.scaling` checked against them (lesson 09).
+"""Published scaling results, and the cost model of :mod:`dpkit.scaling` checked against
+them (lesson 09; lesson 05 reads one table from :mod:`dpkit.published_tables`).
 
 Each :class:`Setup` is one published measurement campaign: a hardware card from
 :mod:`dpkit.cards`, the fraction of the exchange its software hid behind the backward pass,

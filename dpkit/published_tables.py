@@ -1,5 +1,6 @@
 """The published throughput tables that :mod:`dpkit.published` fits and predicts, as
 published, with their settings (images/s at each device count; the first count is the base).
+Introduced in lesson 05, which reads the DGX-1 table; lesson 09 fits them all.
 
 The lesson's sources (figures as published; efficiencies are computed from the throughput
 tables, all synthetic ImageNet data, so the input pipeline is out of the picture):

@@ -23,11 +23,10 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from dpkit import devices
+from dpkit import devices, models
 from dpkit.plumbing import checks
 
 STRATEGIES = ("single", "towers", "mirrored")
-MODELS = ("lenet5", "cifar10_cnn", "mnist_mlp")
 DATASETS = ("synthetic", "digits", "mnist", "fashion_mnist", "cifar10")
 
 #: The results table's column heads (:meth:`Report.table`, and the notebook's HTML table).
@@ -69,7 +68,7 @@ def spelled(spell):
 class Config:
     """One throughput run."""
 
-    model: str = "lenet5"  # one of MODELS
+    model: str = "lenet5"  # a key of models.MODELS
     devices: int = 1  # how many devices the child sets up (dpkit.devices.setup)
     # "single" (one device, the plain step), "towers" (dpkit.towers.make_tower_train_step) or
     # "mirrored" (tf.distribute.MirroredStrategy, custom loop)
@@ -103,7 +102,7 @@ class Config:
         Fields are worded as Python's ``batch=256`` unless :func:`spelled` says otherwise
         (the command line words them as its flags, ``--batch 256``)."""
         spell = _SPELLING.get()
-        checks.one_of(self.model, MODELS, spell("model"))
+        checks.one_of(self.model, models.MODELS, spell("model"))
         checks.one_of(self.strategy, STRATEGIES, spell("strategy"))
         checks.one_of(self.dataset, DATASETS, spell("dataset"))
         devices.count(self.devices, spell("devices"), f"e.g. {spell('devices', 2)}")

@@ -23,7 +23,7 @@ def program_name() -> str:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     import dpkit
-    from dpkit import bench, devices
+    from dpkit import devices, models, report
 
     parser = argparse.ArgumentParser(prog=prog, description=(__doc__ or "").partition("\n\n")[2])
     parser.add_argument("--version", action="version", version=f"%(prog)s {dpkit.__version__}")
@@ -60,7 +60,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         "--devices", type=int, nargs="+", default=[1, 2, 4], metavar="N", help="default 1 2 4"
     )
     counts.add_argument("--up-to", type=int, metavar="N", help="sweep 1, 2, 4, ... up to N devices")
-    default = vars(bench.Config())  # the library's defaults
+    default = vars(report.Config())  # the library's defaults
 
     def option(flag: str, what: str = "", **kwargs):  # a Config field's default is shown
         name = flag[2:].replace("-", "_")
@@ -68,11 +68,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
             kwargs["default"], what = default[name], f"{what} (default %(default)s)".strip()
         p.add_argument(flag, help=what, **kwargs)
 
-    option("--model", choices=bench.MODELS)
-    option("--strategy", choices=bench.STRATEGIES)
+    option("--model", choices=list(models.MODELS))
+    option("--strategy", choices=report.STRATEGIES)
     option("--batch", "global batch, per device with --weak", type=int, metavar="N")
     option("--weak", "weak scaling: --batch is per device, not global", action="store_true")
-    option("--dataset", choices=bench.DATASETS)
+    option("--dataset", choices=report.DATASETS)
     option("--warmup-steps", "steps not measured", type=int, metavar="N")
     option("--window-steps", "steps per window", type=int, metavar="N")
     option("--windows", "measurement windows", type=int, metavar="N")
@@ -123,7 +123,7 @@ def _devices(args: argparse.Namespace):
 
 
 def _bench(args: argparse.Namespace):
-    from dpkit import bench, devices, summaries
+    from dpkit import bench, devices, report, summaries
 
     if args.up_to is not None:
         devices.count(args.up_to, "--up-to", "e.g. --up-to 4")
@@ -133,7 +133,7 @@ def _bench(args: argparse.Namespace):
     fields = ("model", "strategy", "batch", "dataset", "warmup_steps", "window_steps", "windows")
     config = {name: getattr(args, name) for name in (*fields, "timeout")}
     scaling = "weak" if args.weak else "strong"
-    with bench.spelled(flag_spelling):  # a Config's errors name the flags
+    with report.spelled(flag_spelling):  # a Config's errors name the flags
         sweep = bench.Sweep(counts, scaling=scaling, measure_peak=not args.no_peak, **config)
     for flag, path in (("--out", args.out), ("--plot", args.plot)):
         folder = os.path.dirname(os.path.abspath(path)) if path else None
@@ -157,21 +157,21 @@ def _bench(args: argparse.Namespace):
         except KeyboardInterrupt:
             interrupted = True  # the running child is already killed by the runner
             print("\ninterrupted: the running child was killed; saving what finished.", flush=True)
-        report = sweep.report
-        print("\n" + report.table())
-        if report.results:
+        sweep_report = sweep.report
+        print("\n" + sweep_report.table())
+        if sweep_report.results:
             if not args.out:  # only the default folder is made (--out's must exist: checked)
                 default.parent.mkdir(parents=True, exist_ok=True)
-            report.save(stem)
+            sweep_report.save(stem)
             png = args.plot or os.path.splitext(stem)[0] + ".png"
-            report.plot().savefig(png, dpi=110)
+            sweep_report.plot().savefig(png, dpi=110)
             print(f"\nresults: {stem}\nplot:    {png}")
-        for r in report.results:
+        for r in sweep_report.results:
             if not r.ok:
                 print(f"\n{r.config.devices} device(s) {r.status}:\n{r.error}", file=sys.stderr)
         if interrupted:
             return Exit.INTERRUPTED
-        return Exit.OK if all(r.ok for r in report.results) else Exit.FAILED
+        return Exit.OK if all(r.ok for r in sweep_report.results) else Exit.FAILED
 
     return work
 

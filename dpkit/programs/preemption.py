@@ -4,9 +4,9 @@ under ``tf.distribute.experimental.PreemptionCheckpointHandler`` (lesson 10,
 
 Started through :class:`dpkit.plumbing.procs.Group`, one process per worker, with ``TF_CONFIG``
 naming every worker on 127.0.0.1. Each worker trains lesson 07's softmax regression
-(:func:`dpkit.tasks.mirrored_step`, with a step counter) on its slice of global batch
+(:func:`dpkit.softmax.mirrored_step`, with a step counter) on its slice of global batch
 ``step`` of ``--data``, an ``.npz`` of ``x [steps, batch, features]`` and ``y`` that the parent
-writes from :func:`dpkit.tasks.digits_batches` (so a worker imports no scikit-learn). A run
+writes from :func:`dpkit.softmax.digits_batches` (so a worker imports no scikit-learn). A run
 that resumes at step ``s`` takes the same batches from ``s`` on. The weights and the step
 counter are in a ``tf.train.Checkpoint`` that the handler restores from ``--checkpoint_dir``
 when it is made, and saves when any worker gets SIGTERM.
@@ -35,7 +35,7 @@ import argparse
 import sys
 import time
 
-from dpkit import tasks
+from dpkit import softmax
 from dpkit.plumbing import contract, procs
 from dpkit.programs.workers import worker_share
 
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int | contract.ThroughBarrier:
     x, y = x[:, mine], y[:, mine]  # this worker's slice of every global batch
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    w0, b0 = tasks.softmax_init(x.shape[-1], 10, args.seed)
+    w0, b0 = softmax.softmax_init(x.shape[-1], 10, args.seed)
     with strategy.scope():
         w, b = tf.Variable(w0), tf.Variable(b0)
         step_counter = tf.Variable(0, dtype=tf.int64, name="step")
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int | contract.ThroughBarrier:
         strategy.cluster_resolver, checkpoint, checkpoint_dir=args.checkpoint_dir
     )  # restores the latest checkpoint in checkpoint_dir, if there is one
     procs.record(contract.Restored(restored=int(step_counter.numpy()), worker=index))
-    train = tasks.mirrored_step(strategy, w, b, args.lr, args.global_batch, step_counter)
+    train = softmax.mirrored_step(strategy, w, b, args.lr, args.global_batch, step_counter)
     started = time.perf_counter()
     try:
         while (s := int(step_counter.numpy())) < args.steps:

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from dpkit import cluster, compat, launcher, tasks
+from dpkit import cluster, compat, launcher, softmax
 from dpkit.launcher import LaunchError, Task
 from dpkit.plumbing import contract, procs
 from dpkit.plumbing.contract import Exit
@@ -132,7 +132,7 @@ class Flavour:
 
     def __init__(self, task: Task, log: Log):
         self.task, self.log = task, log
-        self.x, self.y, self.x_test, self.y_test = tasks.digits(task.seed)
+        self.x, self.y, self.x_test, self.y_test = softmax.digits(task.seed)
         self.writer = None  # the chief's TensorBoard writer
 
     def finished(self, step: int) -> bool:
@@ -176,7 +176,7 @@ class Flavour:
         chief restores the newest one, if any. Returns 1.0 if it did, else 0.0."""
         import tensorflow as tf
 
-        w0, b0 = tasks.softmax_init(self.x.shape[1], 10, self.task.seed)
+        w0, b0 = softmax.softmax_init(self.x.shape[1], 10, self.task.seed)
         with strategy.scope():
             self.w, self.b = tf.Variable(w0, name="w"), tf.Variable(b0, name="b")
             self.global_step = tf.Variable(0, dtype=tf.int64, name="global_step")
@@ -239,7 +239,7 @@ class PSStrategy(Flavour):
             return data.repeat().batch(batch, drop_remainder=True)
 
         self.iterator = iter(self.coordinator.create_per_worker_dataset(dataset_fn))
-        self.train_step = tasks.ps_step(strategy, self.w, self.b, lr, self.global_step)
+        self.train_step = softmax.ps_step(strategy, self.w, self.b, lr, self.global_step)
         step = int(self.global_step.numpy())
         self.log(
             f"training with ParameterServerStrategy on {task.num_workers} worker(s), "
@@ -280,7 +280,7 @@ class Mirrored(Flavour):
         restored = self.variables(strategy, self.directory)
         workers.share_from_chief(strategy, restored, self.w, self.b, self.global_step)
         lr, batch = task.learning_rate, task.batch_size
-        self.step_fn = tasks.mirrored_step(strategy, self.w, self.b, lr, batch, self.global_step)
+        self.step_fn = softmax.mirrored_step(strategy, self.w, self.b, lr, batch, self.global_step)
         step = int(self.global_step.numpy())
         self.log(
             f"training with MultiWorkerMirroredStrategy as task {rank} of {size}; "
@@ -322,7 +322,7 @@ class TF1(Flavour):
         threads = max(2, task.num_workers + 1)
         config = v1.ConfigProto(inter_op_parallelism_threads=threads)
         self.server = tf.distribute.Server(task.cluster, "worker", task.index, config=config)
-        w0, b0 = tasks.softmax_init(self.x.shape[1], 10, task.seed)
+        w0, b0 = softmax.softmax_init(self.x.shape[1], 10, task.seed)
 
         def model():
             self.xb = v1.placeholder(tf.float32, [None, self.x.shape[1]])

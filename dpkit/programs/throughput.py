@@ -1,4 +1,4 @@
-"""The ``throughput`` program: one run of :class:`dpkit.bench.Config`, in a child of its own.
+"""The ``throughput`` program: one run of :class:`dpkit.report.Config`, in a child of its own.
 
 Started by :func:`dpkit.bench.run` and :class:`dpkit.bench.Sweep` (lesson 05) as
 ``python -m dpkit.programs throughput --config JSON``. It sets up the devices, builds the
@@ -19,7 +19,7 @@ import math
 import sys
 import time
 
-from dpkit import bench
+from dpkit import report
 from dpkit.plumbing import checks, contract, procs
 
 
@@ -72,7 +72,7 @@ def make_step(strategy, build, devices, dataset, *, global_batch, lr=0.01, steps
     from dpkit import models, towers
 
     checks.whole(steps_per_call, "steps_per_call", 1, "e.g. steps_per_call=10")
-    checks.one_of(strategy, bench.STRATEGIES, "strategy")
+    checks.one_of(strategy, report.STRATEGIES, "strategy")
     devs = list(devices)
     if strategy == "single":
         with tf.device(devs[0]):
@@ -102,7 +102,7 @@ def make_step(strategy, build, devices, dataset, *, global_batch, lr=0.01, steps
     return (lambda: several(batches)), model
 
 
-def run(config: bench.Config) -> int:
+def run(config: report.Config) -> int:
     """Train ``config`` and write its records; return the exit code."""
     import keras
 
@@ -154,7 +154,7 @@ def run(config: bench.Config) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """``throughput --config JSON``: run the :class:`dpkit.bench.Config` given as JSON."""
+    """``throughput --config JSON``: run the :class:`dpkit.report.Config` given as JSON."""
     parser = argparse.ArgumentParser(prog="python -m dpkit.programs throughput")
-    parser.add_argument("--config", required=True, help="the bench.Config as JSON")
-    return run(bench.Config.from_dict(json.loads(parser.parse_args(argv).config)))
+    parser.add_argument("--config", required=True, help="the report.Config as JSON")
+    return run(report.Config.from_dict(json.loads(parser.parse_args(argv).config)))

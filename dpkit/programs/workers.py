@@ -5,7 +5,7 @@ with the steps of :mod:`dpkit.tasks` (TF2) and :func:`dpkit.compat.worker_graph`
 task program of lesson 08 (:mod:`dpkit.programs.task`) shares the rest: the chief's restored
 variables sent to every worker (:func:`share_from_chief`), the TF1 session
 (:func:`tf1_session`), and :func:`batches` and :func:`accuracy` on the flattened digits of
-:func:`dpkit.tasks.digits`.
+:func:`dpkit.softmax.digits`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from dpkit import compat, tasks
+from dpkit import compat, softmax
 from dpkit.plumbing import checks, contract, procs
 
 # ----------------------------------------------------------------------------- shared pieces
@@ -156,16 +156,16 @@ def mwms_main(argv: list[str]) -> int | contract.ThroughBarrier:
     import numpy as np
     import tensorflow as tf
 
-    x, y = tasks.digits_batches(batch, args.steps, args.seed)
+    x, y = softmax.digits_batches(batch, args.steps, args.seed)
     mine = slice(index * per_worker, (index + 1) * per_worker)
     x, y = x[:, mine], y[:, mine]  # this worker's slice of every global batch
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     print(f"joined the collective as worker {index} of {workers}", flush=True)
-    w0, b0 = tasks.softmax_init(x.shape[-1], 10, args.seed)
+    w0, b0 = softmax.softmax_init(x.shape[-1], 10, args.seed)
     with strategy.scope():
         w, b = tf.Variable(w0), tf.Variable(b0)
-    step = tasks.mirrored_step(strategy, w, b, args.lr, batch)
+    step = softmax.mirrored_step(strategy, w, b, args.lr, batch)
     started = time.perf_counter()
     for i in range(args.steps):
         loss = float(step(tf.constant(x[i]), tf.constant(y[i])))

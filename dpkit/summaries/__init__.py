@@ -1,16 +1,41 @@
 """TensorBoard from a notebook (lesson 06; modules in ``dpkit/README.md``). Nothing happens on
-import: TensorFlow and TensorBoard are imported when first needed. Showing TensorBoard in a
-frame is :func:`dpkit.views.board.show`'s job.
+import: each name below loads its module when first used (so lesson 07, which needs only
+``runs_root``, does not load the TensorBoard process or the profiler readers), and TensorFlow
+and TensorBoard are imported when first needed. Showing TensorBoard in a frame is
+:func:`dpkit.views.board.show`'s job.
 """
 
-# ruff: noqa: F401 -- the names below are this package's API, re-exported
-from dpkit.summaries.board import TensorBoard, launch, running, stop
-from dpkit.summaries.logs import read
-from dpkit.summaries.traces import PlacedOp, placement, profile_steps, read_profile, trace_graph
-from dpkit.summaries.writers import (
-    make_logged_tower_step,
-    open_run,
-    runs_root,
-    tower_scalars,
-    variable_summaries,
-)
+import importlib
+
+#: Each name of this package's API and the module that holds it.
+HOMES = {
+    "TensorBoard": "board",
+    "launch": "board",
+    "running": "board",
+    "stop": "board",
+    "read": "logs",
+    "PlacedOp": "traces",
+    "placement": "traces",
+    "profile_steps": "traces",
+    "read_profile": "traces",
+    "trace_graph": "traces",
+    "make_logged_tower_step": "writers",
+    "open_run": "writers",
+    "runs_root": "writers",
+    "tower_scalars": "writers",
+    "variable_summaries": "writers",
+}
+
+__all__ = sorted(HOMES)
+
+
+def __getattr__(name: str):
+    if name not in HOMES:
+        raise AttributeError(f"module 'dpkit.summaries' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dpkit.summaries.{HOMES[name]}"), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(HOMES))

@@ -6,18 +6,18 @@ change redraws the predicted speed-up curve, each count's step split into comput
 and latency, and a line with the efficiency at the largest count and the term that dominates.
 
 Where nobody watches widgets (a terminal, a test run, nbval; see
-:func:`dpkit.views.widgets.frontend`) it prints the same prediction as a table instead and returns
-the :class:`dpkit.scaling.Prediction`, so write ``prediction = scaling_panel.panel(...)`` (as
-the last line of a cell, the prediction would also be shown as its long ``repr``).
+:func:`dpkit.plumbing.notebook.frontend`) it prints the same prediction as a table instead and
+returns the :class:`dpkit.scaling.Prediction`, so write
+``prediction = scaling_panel.panel(...)`` (as the last line of a cell, the prediction would also
+be shown as its long ``repr``).
 """
 
 from __future__ import annotations
 
 import html
 
-from dpkit import bench, cards, scaling
-from dpkit.plumbing import checks
-from dpkit.views import widgets
+from dpkit import cards, scaling
+from dpkit.plumbing import checks, notebook
 
 #: the largest device counts the panel offers; it predicts 1, 2, 4, ... up to the chosen one
 DEVICE_COUNTS = tuple(2**i for i in range(11))  # 1 .. 1024
@@ -76,7 +76,9 @@ def predict(**settings) -> scaling.Prediction:
     c = check(**settings)
     model, hardware = cards.model_card(c["model"]), cards.HARDWARE[c["hardware"]]
     options = {k: c[k] for k in ("per_device_batch", "algorithm", "overlap")}
-    return scaling.predict(model, hardware, bench.powers_of_two(c["devices"]), **options)
+    return scaling.predict(
+        model, hardware, [n for n in DEVICE_COUNTS if n <= c["devices"]], **options
+    )
 
 
 def summary(prediction: scaling.Prediction) -> str:
@@ -202,7 +204,7 @@ def panel(
     """
     given = dict(model=model, hardware=hardware, algorithm=algorithm, devices=devices)
     s = check(**given, per_device_batch=per_device_batch, overlap=overlap)
-    if widgets.frontend():
+    if notebook.frontend(widgets=True):
         ScalingPanel(**s).show()
         return None
     prediction = predict(**s)

@@ -23,13 +23,12 @@ import io
 import threading
 import time
 
-from dpkit import bench
+from dpkit import bench, models
 from dpkit.plumbing import contract, notebook
-from dpkit.report import COLUMNS
+from dpkit.report import COLUMNS, Report
 from dpkit.views import figures
 
-#: Models, strategies and device counts the panel offers.
-PANEL_MODELS = ("lenet5", "mnist_mlp", "cifar10_cnn")
+#: Strategies and device counts the panel offers (its models: every key of models.MODELS).
 PANEL_STRATEGIES = ("towers", "mirrored")
 PANEL_DEVICE_COUNTS = (1, 2, 4, 8)
 
@@ -63,7 +62,7 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _table_html(report: bench.Report) -> str:
+def _table_html(report: Report) -> str:
     pad = "padding:2px 12px;text-align:right"
     rows = ["".join(f"<th style='{pad}'>{h}</th>" for h in COLUMNS)]
     for cells in report.cells():
@@ -146,8 +145,8 @@ SWEEP_ALT = (
 )
 
 
-def live_sweep(device_counts=(1, 2, 4), *, alt: str = SWEEP_ALT, **kwargs) -> bench.Report:
-    """Run a sweep in this cell, showing it live; return its :class:`dpkit.bench.Report`.
+def live_sweep(device_counts=(1, 2, 4), *, alt: str = SWEEP_ALT, **kwargs) -> Report:
+    """Run a sweep in this cell, showing it live; return its :class:`dpkit.report.Report`.
 
     Takes the arguments of :class:`dpkit.bench.Sweep`. Interrupt the kernel to stop
     it: the running child is killed and the results so far are returned. ``alt``: the alt
@@ -169,7 +168,7 @@ def live_sweep(device_counts=(1, 2, 4), *, alt: str = SWEEP_ALT, **kwargs) -> be
     return sweep.report
 
 
-def _text_sweep(sweep: bench.Sweep, alt: str = SWEEP_ALT) -> bench.Report:
+def _text_sweep(sweep: bench.Sweep, alt: str = SWEEP_ALT) -> Report:
     try:
         for event in sweep.events():
             if not isinstance(event.record, contract.ThroughputReady):
@@ -191,7 +190,7 @@ class SweepPanel:
         panel.show()          # pick devices, model, ...; press Run; Stop kills the child
 
     The keywords are the controls' starting values (``max_devices``: the sweep runs 1, 2, 4,
-    ... up to it); ``**config`` holds further :class:`dpkit.bench.Config` fields (``windows``,
+    ... up to it); ``**config`` holds further :class:`dpkit.report.Config` fields (``windows``,
     ``timeout``, ...).
     """
 
@@ -205,7 +204,7 @@ class SweepPanel:
         scaling: str = "strong",
         **config,
     ):
-        offered = {"max_devices": PANEL_DEVICE_COUNTS, "model": PANEL_MODELS}
+        offered = {"max_devices": PANEL_DEVICE_COUNTS, "model": tuple(models.MODELS)}
         offered["strategy"] = PANEL_STRATEGIES
         for name, value in (("max_devices", max_devices), ("model", model), ("strategy", strategy)):
             if value not in offered[name]:
@@ -231,7 +230,7 @@ class SweepPanel:
             description="devices up to",
             style={"button_width": "48px", "description_width": "initial"},
         )
-        self.model = w.Dropdown(options=list(PANEL_MODELS), value=s["model"], description="model")
+        self.model = w.Dropdown(options=list(models.MODELS), value=s["model"], description="model")
         self.strategy = w.Dropdown(
             options=list(PANEL_STRATEGIES), value=s["strategy"], description="strategy"
         )
@@ -315,12 +314,12 @@ class SweepPanel:
         if self.sweep is not None:
             self.sweep.stop()
 
-    def wait(self, timeout: float | None = None) -> bench.Report | None:
+    def wait(self, timeout: float | None = None) -> Report | None:
         """Block until the running sweep ends; return its report."""
         if self.thread is not None:
             self.thread.join(timeout)
         return self.report
 
     @property
-    def report(self) -> bench.Report | None:
+    def report(self) -> Report | None:
         return self.sweep.report if self.sweep is not None else None

@@ -14,6 +14,7 @@ import pytest
 
 from dpkit import bench
 from dpkit.plumbing import contract, procs
+from dpkit.report import Config
 from tests.support import machine
 from tests.support.childproc import ROOT
 
@@ -108,7 +109,7 @@ def test_a_hung_child_is_killed_at_its_timeout_with_its_whole_group(tmp_path):
 
 
 def test_a_real_child_slower_than_its_timeout_is_killed():
-    result = bench.run(bench.Config(devices=1, timeout=1.5, **TINY))
+    result = bench.run(Config(devices=1, timeout=1.5, **TINY))
     assert result.status == "timeout" and result.seconds < 120
     assert machine.wait_gone(result.pid, 60)
 

@@ -569,7 +569,7 @@ def test_the_lesson_order_check_sees_the_kept_exceptions(modules):
         p.split(": ")[1].split(" (")[0]
         for p in later_lesson_imports(modules, the_map.first_lessons(), ahead=[])
     }
-    assert found == {"dpkit.towers", "dpkit.compat", "dpkit.cards", "dpkit.published"}, found
+    assert found == {"dpkit.towers", "dpkit.compat", "dpkit.cards"}, found
 
 
 def mapped_modules(modules) -> set[str]:
@@ -763,3 +763,81 @@ def test_each_lesson_modules_docstring_names_the_lesson_that_introduces_it(layou
         if not said or int(said.group(1)) != first:
             wrong.append(f"{name}: says {said and said.group(0)!r}, first imported in {first:02d}")
     assert not wrong, wrong
+
+
+# ----------------------------------------------------------------------------- closures
+
+#: Issue 44's bar: the dpkit lines behind any one lesson, readable in one sitting.
+CLOSURE_BAR = 3000
+#: What each lesson's closure may not grow past (the lines it had when the ratchet was set;
+#: lower a number when a lesson's library shrinks). Lessons 05-10 are over the bar.
+CLOSURE_CEILINGS = {
+    "00": 1100, "01": 1530, "02": 2460, "03": 1800, "04": 1800, "05": 5610,
+    "06": 3470, "07": 4200, "08": 3680, "09": 4830, "10": 4300,
+}  # fmt: skip
+#: dpkit's lines, checker apart (issue 44's bar: below 11,000), may not grow past this.
+DPKIT_CEILING = 12500
+
+
+def lesson_imports(path: pathlib.Path, modules: dict[str, Module]) -> set[str]:
+    """The dpkit modules a lesson's code cells import (shell and magic lines left out)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    lines = code.splitlines()
+    code = "\n".join(line for line in lines if not line.lstrip().startswith(("!", "%")))
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "dpkit"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "dpkit":
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names} & set(modules)
+    return found
+
+
+def closure(start: set[str], modules: dict[str, Module]) -> set[str]:
+    """Every module that importing ``start`` can run: imports inside functions included, and
+    the packages of each module (``import a.b`` runs ``a``)."""
+    graph, seen, todo = _graph(modules), set(), list(start)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in modules:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))] + list(graph[name])
+    return seen
+
+
+def test_the_closure_follows_imports_inside_functions_and_packages(tmp_path):
+    fake = _fake(
+        tmp_path,
+        {
+            "dpkit/__init__.py": "",
+            "dpkit/a.py": "def f():\n    from dpkit import b\n",
+            "dpkit/b.py": "from dpkit.sub import c\n",
+            "dpkit/sub/__init__.py": "",
+            "dpkit/sub/c.py": "x = 1\n",
+            "dpkit/d.py": "import dpkit.a\n",
+        },
+    )
+    assert closure({"dpkit.a"}, fake) == {"dpkit", "dpkit.a", "dpkit.b", "dpkit.sub", "dpkit.sub.c"}
+    assert "dpkit.d" not in closure({"dpkit.a"}, fake)
+
+
+def test_each_lessons_closure_is_printed_and_none_grows(modules, capsys):
+    rows, grown = [], []
+    for path in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.ipynb")):
+        names = closure(lesson_imports(path, modules), modules)
+        lines = sum(modules[n].lines for n in names)
+        number = path.name[:2]
+        over = f"{lines - CLOSURE_BAR:+,} against the bar" if lines > CLOSURE_BAR else "within"
+        rows.append(f"  lesson {number}: {lines:5,} lines in {len(names):2} modules ({over})")
+        if lines > CLOSURE_CEILINGS[number]:
+            grown.append(f"lesson {number}: {lines} lines, ceiling {CLOSURE_CEILINGS[number]}")
+    total = sum(m.lines for n, m in modules.items() if n.split(".")[0] == "dpkit")
+    rows.append(f"  dpkit: {total:,} lines (bar: below 11,000; ceiling {DPKIT_CEILING:,})")
+    with capsys.disabled():
+        print("\nthe dpkit lines behind each lesson (its import closure):\n" + "\n".join(rows))
+    assert not grown, f"a lesson's library grew past its ceiling: {grown}"
+    assert total <= DPKIT_CEILING, f"dpkit grew to {total} lines (ceiling {DPKIT_CEILING})"

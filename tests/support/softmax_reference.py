@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpkit import tasks
+from dpkit import softmax
 
 
 def one_device_sgd(global_batch: int, steps: int, lr: float):
     """(w, b, losses) after ``steps`` SGD steps on the digits batches the workers read."""
     import tensorflow as tf
 
-    x, y = tasks.digits_batches(global_batch, steps)
-    w0, b0 = tasks.softmax_init()
+    x, y = softmax.digits_batches(global_batch, steps)
+    w0, b0 = softmax.softmax_init()
     w, b = tf.Variable(w0), tf.Variable(b0)
     losses = []
     for i in range(steps):
@@ -37,7 +37,7 @@ def numpy_sgd(steps, batch, lr, seed):
     arrays = data.load("digits", seed=seed)
     x = arrays.x_train.reshape(len(arrays.x_train), -1).astype(np.float64)
     y = arrays.y_train
-    w, b = (v.astype(np.float64) for v in tasks.softmax_init(x.shape[1], 10, seed))
+    w, b = (v.astype(np.float64) for v in softmax.softmax_init(x.shape[1], 10, seed))
     rng = np.random.default_rng(seed)
     done = 0
     while done < steps:

@@ -11,6 +11,7 @@ import pytest
 
 from dpkit import bench
 from dpkit.plumbing import procs
+from dpkit.report import Config, Report, Result
 
 # --- bad input: a clear error, and no child started ----------------------------------------
 
@@ -39,8 +40,8 @@ def no_children(monkeypatch):
         (lambda: bench.Sweep([1, 2], windows=0), "windows must be a whole number >= 1"),
         (lambda: bench.Sweep([1], batch=0), "batch must be a whole number >= 1"),
         (lambda: bench.Sweep([1, 2.5]), "whole number from 1 to 64, got 2.5"),
-        (lambda: bench.Config(devices=2, strategy="single"), "strategy 'single' trains on one"),
-        (lambda: bench.Config(devices=0), "from 1 to 64"),
+        (lambda: Config(devices=2, strategy="single"), "strategy 'single' trains on one"),
+        (lambda: Config(devices=0), "from 1 to 64"),
     ],
 )
 def test_bad_input_is_refused_before_any_child_starts(no_children, make, message):
@@ -57,8 +58,8 @@ def test_weak_scaling_accepts_any_per_device_batch(no_children):
 
 
 def _result(n, rate, *, per_device=False, batch=64, status="ok", physical=1):
-    config = bench.Config(devices=n, batch=batch, per_device=per_device, **{"model": "lenet5"})
-    return bench.Result(
+    config = Config(devices=n, batch=batch, per_device=per_device, **{"model": "lenet5"})
+    return Result(
         config=config,
         status=status,
         num_devices=n,
@@ -72,7 +73,7 @@ def _result(n, rate, *, per_device=False, batch=64, status="ok", physical=1):
 
 
 def test_speedup_efficiency_and_mfu_match_hand_computed_values():
-    report = bench.Report(
+    report = Report(
         results=[_result(1, 1000.0), _result(2, 1500.0), _result(4, 2000.0, physical=4)],
         peak_flops_per_sec=4e9,
     )
@@ -85,7 +86,7 @@ def test_speedup_efficiency_and_mfu_match_hand_computed_values():
 
 
 def test_speedup_is_against_the_smallest_count_that_succeeded():
-    report = bench.Report(
+    report = Report(
         results=[_result(1, 0.0, status="failed"), _result(2, 900.0), _result(4, 1350.0)],
         scaling="weak",
     )
@@ -97,7 +98,7 @@ def test_speedup_is_against_the_smallest_count_that_succeeded():
 
 
 def test_weak_scaling_grows_the_global_batch():
-    report = bench.Report(
+    report = Report(
         results=[_result(n, 100.0 * n, per_device=True, batch=32) for n in (1, 2, 4)],
         scaling="weak",
     )
@@ -106,18 +107,18 @@ def test_weak_scaling_grows_the_global_batch():
 
 
 def test_results_survive_a_save_and_load(tmp_path):
-    report = bench.Report(results=[_result(1, 1000.0), _result(2, 1800.0)], peak_flops_per_sec=2e9)
+    report = Report(results=[_result(1, 1000.0), _result(2, 1800.0)], peak_flops_per_sec=2e9)
     path = tmp_path / "sweep.json"
     report.save(path)
     assert sorted(os.listdir(path.parent)) == ["sweep.json"]  # no temporary file left
-    loaded = bench.Report.load(path)
+    loaded = Report.load(path)
     assert loaded.as_dict() == report.as_dict()
     assert loaded.rows() == report.rows()
 
 
 def test_results_are_readable_like_any_file_this_process_writes(tmp_path):
     """mkstemp makes 0600 files; the plot beside the results is written by open()."""
-    bench.Report(results=[_result(1, 1000.0)]).save(tmp_path / "sweep.json")
+    Report(results=[_result(1, 1000.0)]).save(tmp_path / "sweep.json")
     (tmp_path / "sweep.png").write_bytes(b"")
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
     assert modes["sweep.json"] == modes["sweep.png"], modes
@@ -125,7 +126,7 @@ def test_results_are_readable_like_any_file_this_process_writes(tmp_path):
 
 def test_saving_into_a_missing_folder_says_so_and_makes_nothing(tmp_path):
     with pytest.raises(ValueError, match="the folder .*missing does not exist; create it first"):
-        bench.Report(results=[_result(1, 1000.0)]).save(tmp_path / "missing" / "sweep.json")
+        Report(results=[_result(1, 1000.0)]).save(tmp_path / "missing" / "sweep.json")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -133,11 +134,11 @@ def test_loading_something_else_says_what_the_file_should_be(tmp_path):
     path = tmp_path / "other.json"
     path.write_text(json.dumps({"hello": 1}))
     with pytest.raises(ValueError, match="not a dpkit bench results file"):
-        bench.Report.load(path)
+        Report.load(path)
 
 
 def test_plot_draws_throughput_and_speedup_with_the_ideal_line():
-    report = bench.Report(results=[_result(1, 1000.0), _result(2, 1500.0)])
+    report = Report(results=[_result(1, 1000.0), _result(2, 1500.0)])
     fig = report.plot(live={4: [1700.0, 1750.0]})
     rates, speed = fig.axes
     assert [t.get_text() for t in rates.get_xticklabels()] == ["1", "2", "4"]

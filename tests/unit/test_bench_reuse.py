@@ -5,6 +5,7 @@ import pytest
 
 from dpkit import bench
 from dpkit.plumbing import procs
+from dpkit.report import Config, Result
 
 SETTINGS = dict(model="lenet5", warmup_steps=2, window_steps=2, windows=5)
 
@@ -18,9 +19,9 @@ def no_children(monkeypatch):
 
 
 def _strong(n, rate, *, batch=128, status="ok", peak=None, **settings):
-    config = bench.Config(devices=n, batch=batch, **(SETTINGS | settings))
+    config = Config(devices=n, batch=batch, **(SETTINGS | settings))
     ok = status == "ok"
-    return bench.Result(
+    return Result(
         config=config,
         status=status,
         num_devices=n,

@@ -1,5 +1,5 @@
 """The command line (``dpkit`` / ``python -m dpkit``) called in this process: help under each
-name, defaults read from the library (bench.Config, devices), usage errors (exit 2) that name
+name, defaults read from the library (report.Config, devices), usage errors (exit 2) that name
 the flag, exit codes 1 and 130, --version, and ``task`` handing every argument to the task
 program. ``python -m dpkit --help`` as a child: tests/process/test_cli.py."""
 
@@ -11,8 +11,9 @@ import types
 
 import pytest
 
-from dpkit import bench, devices
+from dpkit import devices
 from dpkit.cli import main as cli
+from dpkit.report import Config
 from tests.support.paths import ROOT
 
 COMMANDS = ("devices", "bench", "task", "doctor")
@@ -47,11 +48,10 @@ def test_the_name_comes_from_how_it_was_started(monkeypatch):
 
 
 def test_bench_defaults_come_from_the_library(capsys):
-    from dpkit import bench
 
     cli.main(["bench", "--help"], prog="dpkit")
     out = " ".join(capsys.readouterr().out.split())
-    config = bench.Config()
+    config = Config()
     assert f"(default {config.warmup_steps})" in out and f"default {config.batch}" in out
     assert f"default {config.model}" in out and f"default {config.strategy}" in out
 
@@ -150,6 +150,6 @@ def test_a_bad_value_is_named_by_its_flag_not_the_python_argument(capsys, argv, 
 
 def test_python_callers_still_read_python_names():
     with pytest.raises(ValueError, match=r"warmup_steps must be .*; e\.g\. warmup_steps=5"):
-        bench.Config(warmup_steps=-1)
+        Config(warmup_steps=-1)
     with pytest.raises(ValueError, match=r"^gpu_memory_mb must be"):
         devices.plan(2, 0, gpu_memory_mb=0)

@@ -122,3 +122,14 @@ def test_trace_graph_refuses_eager_functions(tmp_path):
 
 
 # --- Launching TensorBoard ----------------------------------------------------------------
+
+
+def test_each_name_of_the_package_loads_from_its_home_and_a_typo_is_named():
+    import importlib
+
+    for name, home in summaries.HOMES.items():
+        value = getattr(summaries, name)
+        assert value is getattr(importlib.import_module(f"dpkit.summaries.{home}"), name), name
+    with pytest.raises(AttributeError, match="no attribute 'runs_rot'"):
+        summaries.runs_rot  # noqa: B018
+    assert set(summaries.HOMES) <= set(dir(summaries))

@@ -35,29 +35,30 @@ def test_a_name_the_module_lacks_is_a_mistake_in_the_check():
 
 
 def test_a_re_exported_name_is_switched_off_where_it_lives_too():
-    from dpkit import bench, report
+    from dpkit import summaries
+    from dpkit.summaries import logs
 
-    assert bench.Report is report.Report
-    with switching.switched_off(bench, "Report"):
-        for module in (bench, report):
+    assert summaries.read is logs.read
+    with switching.switched_off(summaries, "read"):
+        for module in (summaries, logs):
             with pytest.raises(AssertionError, match="the exercise is to write it yourself"):
-                module.Report([])
-    assert bench.Report is report.Report and report.Report.__name__ == "Report"
+                module.read("no-such-run")
+    assert summaries.read is logs.read and logs.read.__name__ == "read"
 
 
 def test_an_alias_made_before_the_check_refuses_too():
     """A learner's `from dpkit.towers import make_parallel as mp` must not get round it."""
-    from dpkit import bench
-    from dpkit.report import Report as MyReport
+    from dpkit import summaries
+    from dpkit.summaries.logs import read as my_read
     from dpkit.towers import make_parallel as mp
 
-    with switching.switched_off(towers, "make_parallel"), switching.switched_off(bench, "Report"):
+    with switching.switched_off(towers, "make_parallel"), switching.switched_off(summaries, "read"):
         with pytest.raises(AssertionError, match="towers.make_parallel: .*yourself"):
             mp(lambda x: x, ["/cpu:0"], x=np.zeros((2, 1)))
-        with pytest.raises(AssertionError, match="bench.Report: .*yourself"):
-            MyReport([])
+        with pytest.raises(AssertionError, match="summaries.read: .*yourself"):
+            my_read("no-such-run")
     assert mp is towers.make_parallel and mp.__code__.co_name == "make_parallel"
-    assert "refused" not in MyReport.__init__.__qualname__
+    assert "refused" not in my_read.__qualname__
 
 
 def test_what_cannot_be_switched_off_is_named():
