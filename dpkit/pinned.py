@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import tempfile
 from dataclasses import dataclass, field
 
 from dpkit import models
@@ -38,21 +39,88 @@ from dpkit.plumbing import checks, contract, procs, quota
 BASELINE = "1 process, 1 thread"
 
 
-def usable_cores() -> list[int]:
-    """The CPU cores this process may keep busy: those it may run on (all of
-    ``os.cpu_count()`` where unknown), cut to the whole cores a container's CPU quota allows
-    (a pod limited to 1.5 cores of an 8-core host gets one core: plumbing.quota)."""
+SYSFS_CPU = "/sys/devices/system/cpu"  # Linux: each logical CPU's topology/ folder
+
+
+def _cpu_list(text: str) -> list[int]:
+    """Linux's CPU list, ``"0-3,8,10-11"``, as numbers."""
+    cpus = []
+    for part in filter(None, text.strip().split(",")):
+        low, _, high = part.partition("-")
+        cpus += range(int(low), int(high or low) + 1)
+    return cpus
+
+
+def physical_cores(cpus: list[int], sysfs: str | None = None) -> list[list[int]]:
+    """``cpus`` grouped by the physical core they run on: each group the hardware threads
+    (hyperthreads) of one core that are among ``cpus``, in core order. Threads of one core
+    share its arithmetic units, so two busy workers on them do not compute twice as fast.
+    Where the topology cannot be read (not Linux, no sysfs), each CPU counts as a core."""
+    groups: dict[int, list[int]] = {}
+    for cpu in cpus:
+        path = os.path.join(sysfs or SYSFS_CPU, f"cpu{cpu}", "topology", "thread_siblings_list")
+        try:
+            with open(path) as f:
+                siblings = _cpu_list(f.read())
+        except (OSError, ValueError):
+            siblings = [cpu]
+        groups.setdefault(min(siblings), []).append(cpu)
+    return [sorted(groups[first]) for first in sorted(groups)]
+
+
+def _allowed_cpus() -> list[int]:
+    """The logical CPUs this process may run on (all of ``os.cpu_count()`` where unknown)."""
     if hasattr(os, "sched_getaffinity"):
-        cores = sorted(os.sched_getaffinity(0))
-    else:
-        cores = list(range(os.cpu_count() or 1))
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def usable_cores(sysfs: str | None = None) -> list[int]:
+    """The physical cores this process may keep busy, one CPU number for each (the first of
+    its hardware threads this process may run on): of the CPUs it may run on, one per core,
+    cut to the whole cores a container's CPU quota allows (a pod limited to 1.5 cores of an
+    8-core host gets one core: plumbing.quota). Colab's 2 vCPUs are two threads of one core:
+    one usable core."""
+    cores = [group[0] for group in physical_cores(_allowed_cpus(), sysfs)]
     return cores[: quota.read().cores]
 
 
+def _shared_threads(sysfs: str | None = None) -> list[int]:
+    """Where fewer than 2 cores are usable: the hardware threads of the first core (Colab's
+    2 vCPUs), which 2 workers can be pinned to, sharing that core's arithmetic units."""
+    groups = physical_cores(_allowed_cpus(), sysfs)
+    return groups[0] if quota.read().cores >= 2 else groups[0][:1]
+
+
+def describe_cores(sysfs: str | None = None) -> str:
+    """What this machine offers pinned workers, in one sentence."""
+    cpus = _allowed_cpus()
+    groups = physical_cores(cpus, sysfs)
+    usable = usable_cores(sysfs)
+    threads = max(len(g) for g in groups)
+    shape = f"{len(cpus)} logical CPU(s) on {len(groups)} physical core(s)"
+    if threads > 1:
+        shape += f" ({threads} hardware threads per core share its arithmetic units)"
+    workers = f"so at most {len(usable)} pinned worker(s), one per core: {usable}"
+    if len(usable) < len(groups):
+        workers += " (the container's CPU quota allows no more)"
+    shared = _shared_threads(sysfs)
+    if len(usable) < 2 and len(shared) >= 2:
+        workers += (
+            f"; 2 workers can still be pinned to its hardware threads {shared[:2]}, but they "
+            "share one core, so expect no speed-up from them"
+        )
+    return f"{shape}, {workers}."
+
+
 def cores_for(workers: int, example: str = "e.g. workers=2 (one per core)") -> list[int]:
-    """The first ``workers`` (at least 2) usable cores, one for each pinned worker."""
-    cores = usable_cores()
+    """The first ``workers`` (at least 2) usable cores, one for each pinned worker; on a
+    machine with a single usable core of several hardware threads, 2 workers get two of its
+    threads (:func:`describe_cores` says so)."""
     checks.whole(workers, "workers", 2, example)
+    cores = usable_cores()
+    if len(cores) < 2 and workers == 2 and len(_shared_threads()) >= 2:
+        return _shared_threads()[:2]
     if workers > len(cores):
         raise ValueError(
             f"workers={workers} but this process may use only {len(cores)} core(s) {cores}; "
@@ -115,6 +183,8 @@ class Comparison:
     threads: dict = field(default_factory=dict)  # {contender: intra-op threads per process}
     machine: dict = field(default_factory=dict)  # what ran it (cores, TensorFlow version)
     checksums: dict = field(default_factory=dict)  # {contender: [sum of each one's weights]}
+    # {contender: [each process's weights at the end, a list of arrays in the model's order]}
+    weights: dict = field(default_factory=dict, repr=False)
     at_once: bool = True  # False: the contenders ran one after the other (schedule())
 
     def rates(self, name: str) -> list[float]:
@@ -183,7 +253,7 @@ class Comparison:
 
 def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, timeout):
     checks.one_of(model, models.MODELS, "model")
-    cores = cores_for(len(usable_cores()) if workers is None else workers)
+    cores = cores_for(max(2, len(usable_cores())) if workers is None else workers)
     workers = len(cores)
     checks.whole(global_batch, "global_batch", workers, "e.g. global_batch=256")
     what = f"a global batch of {global_batch}"
@@ -262,6 +332,13 @@ def compare(
     return result
 
 
+def _load_weights(path: str) -> list:
+    import numpy as np
+
+    with np.load(path) as arrays:
+        return [arrays[f"arr_{i}"] for i in range(len(arrays.files))]
+
+
 def _measure(group, result: Comparison, tasks_of: dict, rounds: int, say) -> None:
     """Wait until the contenders in ``tasks_of`` are ready, time ``rounds`` windows of each,
     interleaved, then take their checksums and let them end."""
@@ -279,10 +356,15 @@ def _measure(group, result: Comparison, tasks_of: dict, rounds: int, say) -> Non
             result.seconds[name].append(max(w.seconds for w in windows))
         rates = ", ".join(f"{name} {result.rates(name)[-1]:,.0f}" for name in tasks_of)
         say(f"  round {r + 1}/{rounds}: {rates} examples/sec")
-    for name, members in tasks_of.items():
-        for task in members:
-            group.send(task, contract.Command.CHECKSUM)
-        result.checksums[name] = [group.wait_for(t, contract.Checksum).checksum for t in members]
-        for task in members:
-            group.send(task, contract.Command.QUIT)
+    with tempfile.TemporaryDirectory(prefix="dpkit-pinned-") as folder:
+        for name, members in tasks_of.items():
+            paths = [os.path.join(folder, f"{i}.npz") for i in range(len(members))]
+            for task, path in zip(members, paths):
+                group.send(task, contract.Command.CHECKSUM.line(path))
+            result.checksums[name] = [
+                group.wait_for(t, contract.Checksum).checksum for t in members
+            ]
+            result.weights[name] = [_load_weights(path) for path in paths]
+            for task in members:
+                group.send(task, contract.Command.QUIT)
     group.wait()  # every process has ended: the next contenders get their memory

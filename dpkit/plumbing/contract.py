@@ -147,7 +147,7 @@ class Command(_StrEnum):
     """The stdin lines a parent sends the ``pinned`` and ``contender`` programs."""
 
     RUN = "run"  #: time steps: ``run K`` (``pinned``: K steps) or ``run`` (``contender``)
-    CHECKSUM = "checksum"  #: ``pinned``: answer a :class:`Checksum`
+    CHECKSUM = "checksum"  #: ``pinned``: ``checksum PATH``: weights to PATH, a :class:`Checksum`
     QUIT = "quit"  #: end (so does the end of stdin)
 
     def line(self, *args: object) -> str:

@@ -5,8 +5,9 @@ It pins itself to ``--core`` *before* TensorFlow starts (TensorFlow sizes its th
 from the cores it may use), trains on synthetic data (with ``MultiWorkerMirroredStrategy``
 when ``TF_CONFIG`` names several workers, each on its slice of every global batch), writes
 a ``ready`` record, and then answers the stdin lines of ``contract.Command`` with records:
-``run K`` (time K steps, answer ``{"seconds": ...}``), ``checksum`` (the sum of all weights,
-to check that the workers hold the same model) and ``quit``.
+``run K`` (time K steps, answer ``{"seconds": ...}``), ``checksum PATH`` (write every weight
+to the ``.npz`` file PATH, atomically, and answer their sum: the parent compares the workers'
+models weight by weight) and ``quit``.
 
 For lesson 10 (``benchmarks/overlap_packs.py``): ``--bytes_per_pack B`` gives the strategy
 ``CommunicationOptions(bytes_per_pack=B)`` (Keras's optimizer all-reduces with the strategy's
@@ -25,6 +26,17 @@ import time
 
 from dpkit import models
 from dpkit.plumbing import contract, procs
+
+
+def save_weights(path: str, arrays: list) -> None:
+    """Write ``arrays`` to the ``.npz`` file ``path`` whole or not at all (a parent never
+    reads half a file: the name appears only once the data is written)."""
+    import numpy as np
+
+    partial = f"{path}.partial"
+    with open(partial, "wb") as file:
+        np.savez(file, *arrays)
+    os.replace(partial, path)
 
 
 def join(core: int, threads: int) -> tuple[int, int]:
@@ -136,6 +148,8 @@ def main(argv: list[str]) -> int:
             procs.record(contract.Timed(seconds=time.perf_counter() - start, loss=float(loss)))
         elif command is contract.Command.CHECKSUM:
             total = sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in model.weights)
+            if arguments:
+                save_weights(" ".join(arguments), [v.numpy() for v in model.weights])
             procs.record(contract.Checksum(checksum=total))
         else:
             break

@@ -7,7 +7,7 @@ arithmetic and the schedule: tests/unit/test_pinned.py."""
 
 import pytest
 
-from dpkit import pinned, tasks
+from dpkit import checking, pinned, tasks
 from dpkit.plumbing import contract, procs
 from tests.support import machine
 
@@ -44,6 +44,13 @@ def test_one_at_a_time_starts_each_contender_after_the_last_has_gone(monkeypatch
     workers = result.checksums[names[2]]
     assert len(workers) == result.workers and len(set(workers)) == 1
     assert workers[0] == pytest.approx(one, rel=1e-4) and threads == pytest.approx(one, rel=1e-4)
+    # and weight by weight: each worker's model is the one process's, to float rounding
+    reference = result.weights[names[0]][0]
+    assert len(reference) == 8  # LeNet-5: four layers' kernels and biases
+    for held in [*result.weights[names[2]], result.weights[names[1]][0]]:
+        assert checking.agree(held, reference, ulps=1024), checking.agree(held, reference)
+    # the bar is tight enough to see a 0.1% change of every weight
+    assert not checking.agree(held, [w * 0.999 for w in reference], ulps=1024)
     assert result.pinned == pinned.can_pin()
 
 

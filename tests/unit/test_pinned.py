@@ -94,3 +94,67 @@ def test_compare_measures_the_contenders_together_or_one_by_one(monkeypatch, at_
     assert [len(names) for names in measured] == batches
     assert [name for names in measured for name in names] == pinned.contender_names(2)
     assert said[0] == "why" and result.at_once is at_once
+
+
+# ----------------------------------------------------------------------------- topology
+
+
+def fake_sysfs(root, siblings: dict[int, str]):
+    """A /sys/devices/system/cpu with each CPU's thread_siblings_list as Linux writes it."""
+    for cpu, text in siblings.items():
+        folder = root / f"cpu{cpu}" / "topology"
+        folder.mkdir(parents=True)
+        (folder / "thread_siblings_list").write_text(text + "\n")
+    return str(root)
+
+
+@pytest.mark.parametrize(
+    "siblings, cores, groups, words",
+    [
+        # 2 cores x 2 threads, Intel's numbering: CPU n and n + 2 share a core
+        (
+            {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"},
+            [0, 1],
+            [[0, 2], [1, 3]],
+            "4 logical CPU(s) on 2 physical core(s) (2 hardware threads per core",
+        ),
+        # Colab's 2 vCPUs: two threads of one core
+        ({0: "0-1", 1: "0-1"}, [0], [[0, 1]], "2 logical CPU(s) on 1 physical core(s) (2 hard"),
+        # 2 cores, one thread each (this kind of machine)
+        ({0: "0", 1: "1"}, [0, 1], [[0], [1]], "2 logical CPU(s) on 2 physical core(s), so"),
+    ],
+)
+def test_one_pinned_worker_per_physical_core(tmp_path, monkeypatch, siblings, cores, groups, words):
+    sysfs = fake_sysfs(tmp_path, siblings)
+    monkeypatch.setattr(pinned.os, "sched_getaffinity", lambda pid: set(siblings), raising=False)
+    monkeypatch.setattr(quota, "read", lambda: quota.Quota(len(siblings), None, None, None))
+    assert pinned.physical_cores(sorted(siblings), sysfs) == groups
+    assert pinned.usable_cores(sysfs) == cores
+    text = pinned.describe_cores(sysfs)
+    assert f"at most {len(cores)} pinned worker(s), one per core: {cores}" in text
+    assert words in text
+    # 2 workers: one per core where there are 2; on Colab's one core, its 2 threads, said so
+    monkeypatch.setattr(pinned, "SYSFS_CPU", sysfs)
+    monkeypatch.setattr(pinned, "usable_cores", lambda sysfs=sysfs: cores)
+    shared = len(cores) < 2
+    assert pinned.cores_for(2) == ([0, 1] if shared else cores[:2])
+    assert ("share one core, so expect no speed-up" in text) == shared
+
+
+def test_one_core_and_one_thread_cannot_hold_two_workers(tmp_path, monkeypatch):
+    sysfs = fake_sysfs(tmp_path, {0: "0"})
+    monkeypatch.setattr(pinned.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(quota, "read", lambda: quota.Quota(1, None, None, None))
+    monkeypatch.setattr(pinned, "SYSFS_CPU", sysfs)
+    monkeypatch.setattr(pinned, "usable_cores", lambda sysfs=sysfs: [0])
+    with pytest.raises(ValueError, match=r"may use only 1 core\(s\) \[0\]"):
+        pinned.cores_for(2)
+
+
+def test_a_quota_cuts_the_cores_and_unreadable_topology_counts_each_cpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(pinned.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(quota, "read", lambda: quota.Quota(3, 1.5, None, None))
+    missing = str(tmp_path / "no-sysfs")
+    assert pinned.physical_cores([0, 1, 2], missing) == [[0], [1], [2]]
+    assert pinned.usable_cores(missing) == [0]
+    assert "the container's CPU quota allows no more" in pinned.describe_cores(missing)
