@@ -394,10 +394,13 @@ need_chromium = \
 	      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	    else echo "dpkit: Chromium is missing and cannot be installed here; the browser tests will skip"; fi; }
 
+# Jupyter Book is here, so the student copy's built website is searched for answers too
+# (make test has only its staged pages: tests/repo/test_leaks.py).
+BUILT_SITE_LEAKS := tests/repo/test_leaks.py::test_the_student_copys_built_website_leaks_nothing
 test-browser: $(STAMP) ## lessons 00, 05, 06, TensorBoard behind a proxy in JupyterLab, and the website, in headless Chromium (screenshots in runs/)
 	@$(need_chromium)
 	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),lab,test,grade,browser,site]'
-	$(PY) -m pytest browser_tests -p no:cacheprovider -v -rs
+	$(PY) -m pytest browser_tests $(BUILT_SITE_LEAKS) -p no:cacheprovider -v -rs
 
 # The workbook as a website (README, "Read it as a website"): Jupyter Book 1.x builds the
 # committed notebooks, nothing executed, offline, into site/ (tools/website.py).
@@ -414,7 +417,7 @@ site: $(SITE_STAMP) ## the workbook as a website in site/: Jupyter Book from the
 test-site: $(SITE_STAMP) ## build the website and check it in headless Chromium (pages, links, alt text, launch buttons, search)
 	@$(need_chromium)
 	$(PY) -m pip install --quiet -e '.[$(TF_BUILD),site,browser]'
-	$(PY) -m pytest browser_tests/test_site.py -p no:cacheprovider -v -rs
+	$(PY) -m pytest browser_tests/test_site.py $(BUILT_SITE_LEAKS) -p no:cacheprovider -v -rs
 
 # Lesson 06's pictures of TensorBoard (lessons/images/tensorboard_*.png): TensorBoard on
 # the run lesson 06 makes, its Scalars and Histograms dashboards shot in headless Chromium.
@@ -427,18 +430,22 @@ notebooks: $(STAMP) ## re-execute lessons and solutions in place (outputs stored
 	$(PY) tools/run_notebooks.py --in-place lessons/*.ipynb solutions/*.ipynb
 
 # The workbook without its answers, to publish as a branch (README, "Teaching with it").
+# STUDENT_REF (and STUDENT_REPOSITORY=OWNER/NAME when the copy has a repository of its own)
+# also name what the course's released notebooks install from (course-new).
 OUT ?= ../dpkit-student
 STUDENT_REF ?= student
+STUDENT_REPOSITORY ?=
+student_where = --ref $(STUDENT_REF) $(if $(STUDENT_REPOSITORY),--repository $(STUDENT_REPOSITORY))
 student-copy: $(STAMP) ## write the student copy to OUT (no solutions/tests; launches open STUDENT_REF)
-	$(PY) tools/student_copy.py $(OUT) --ref $(STUDENT_REF)
+	$(PY) tools/student_copy.py $(OUT) $(student_where)
 
 # A graded course with nbgrader (README, "Teaching with it"): one assignment per exercise.
 # make course-new, then each week make course-release A=ex03, ..., course-feedback A=ex03.
 COURSE ?= course
 COURSE_ID ?= dpkit
 A ?=
-course-new: $(STAMP) ## create or refresh a course folder (COURSE=course COURSE_ID=dpkit)
-	$(PY) tools/course.py new $(COURSE) --course-id $(COURSE_ID)
+course-new: $(STAMP) ## create or refresh a course folder (COURSE=course COURSE_ID=dpkit; installs from STUDENT_REF)
+	$(PY) tools/course.py new $(COURSE) --course-id $(COURSE_ID) $(student_where)
 course-release: $(STAMP) ## generate and release assignment A (e.g. A=ex03) to the exchange
 	$(PY) tools/course.py release $(COURSE) $(A)
 course-collect: $(STAMP) ## collect what students submitted for A

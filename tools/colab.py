@@ -16,7 +16,13 @@ next to Colab's own TensorFlow with %pip (tools/colab_install.py: skipped when d
 imports; it stops the notebook and asks for a restart when pip replaced a package the session
 had imported), installs the course's checker (checks/) the same way in a solution or an
 exercise, whose check cells call it (a lesson's cell does not), and changes into the
-notebook's folder, so every relative path works as it does locally.
+notebook's folder, so every relative path works as it does locally. The clone is named
+after CLONE whatever the repository is called (a student copy may live in a repository of
+its own).
+
+A notebook handed to students from somewhere else (tools/course.py releases the exercises
+from the student copy's ref) passes ``ref`` and ``repository`` to :func:`apply`: its badge and
+install cell then open that ref instead of pyproject's.
 """
 
 from __future__ import annotations
@@ -64,9 +70,13 @@ def ref() -> str:
     return found.group(1)
 
 
-def badge_url(relpath: str) -> str:
-    """The Colab address of a notebook at ``relpath`` (e.g. ``lessons/02_towers.ipynb``)."""
-    return f"https://colab.research.google.com/github/{repository()}/blob/{ref()}/{relpath}"
+def badge_url(relpath: str, at: str | None = None, repo: str | None = None) -> str:
+    """The Colab address of a notebook at ``relpath`` (e.g. ``lessons/02_towers.ipynb``), in
+    ``repo`` at ref ``at`` (by default pyproject's repository and launch ref)."""
+    return (
+        f"https://colab.research.google.com/github/{repo or repository()}/blob/"
+        f"{at or ref()}/{relpath}"
+    )
 
 
 def binder_url(relpath: str) -> str:
@@ -79,8 +89,8 @@ def download_url(relpath: str) -> str:
     return f"https://raw.githubusercontent.com/{repository()}/{ref()}/{relpath}"
 
 
-def badge(relpath: str) -> str:
-    return f"[![Open in Colab]({BADGE_IMAGE})]({badge_url(relpath)})"
+def badge(relpath: str, at: str | None = None, repo: str | None = None) -> str:
+    return f"[![Open in Colab]({BADGE_IMAGE})]({badge_url(relpath, at, repo)})"
 
 
 #: Folders whose notebooks have check cells: their install cell installs the course's checker
@@ -88,8 +98,12 @@ def badge(relpath: str) -> str:
 CHECKED = ("solutions", "exercises")
 
 
-def install_source(folder: str) -> str:
-    """The install cell for a notebook in ``folder`` (lessons, solutions or exercises)."""
+def install_source(folder: str, at: str | None = None, repo: str | None = None) -> str:
+    """The install cell for a notebook in ``folder`` (lessons, solutions or exercises) that
+    clones ``repo`` at ref ``at`` (by default pyproject's repository and launch ref)."""
+    repo = repo or repository()
+    # git names the clone after the repository; a copy in another repository names it CLONE's
+    into = "" if repo.split("/")[1] == Path(CLONE).name else f" {Path(CLONE).name}"
     checker = (
         "    # the course's checker, which this notebook's check cells call (dpkit-checks)\n"
         f'    runpy.run_path("{CLONE}/tools/colab_install.py")["install"]("{CLONE}/checks")\n'
@@ -101,7 +115,7 @@ def install_source(folder: str) -> str:
         "# beside Colab's own TensorFlow, and work in this notebook's folder.\n"
         'if "google.colab" in str(type(get_ipython())):\n'
         f"    !cd {Path(CLONE).parent} && (test -d {Path(CLONE).name} || "
-        f"git clone -q --depth 1 -b {ref()} https://github.com/{repository()})\n"
+        f"git clone -q --depth 1 -b {at or ref()} https://github.com/{repo}{into})\n"
         "    import runpy\n\n"
         f'    runpy.run_path("{CLONE}/tools/colab_install.py")["install"]("{CLONE}")\n'
         f"{checker}"
@@ -113,16 +127,19 @@ def is_install_cell(cell) -> bool:
     return cell.cell_type == "code" and str(cell.get("id", "")).endswith(f"-{CELL_ID_SUFFIX}")
 
 
-def apply(nb: nbformat.NotebookNode, relpath: str) -> nbformat.NotebookNode:
-    """Put the badge and install cell for ``relpath`` into ``nb`` (in place; idempotent)."""
+def apply(
+    nb: nbformat.NotebookNode, relpath: str, at: str | None = None, repo: str | None = None
+) -> nbformat.NotebookNode:
+    """Put the badge and install cell for ``relpath`` into ``nb`` (in place; idempotent), both
+    opening ``repo`` at ref ``at`` (by default pyproject's repository and launch ref)."""
     title = next(c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("# "))
     lines = [line for line in title.source.split("\n") if not BADGE.fullmatch(line.strip())]
     while len(lines) > 1 and lines[1] == "" and lines[2:3] == [""]:
         del lines[1]
-    lines[1:1] = ["", badge(relpath)]
+    lines[1:1] = ["", badge(relpath, at, repo)]
     title.source = "\n".join(lines)
 
-    source = install_source(relpath.split("/")[0])
+    source = install_source(relpath.split("/")[0], at, repo)
     installs = [c for c in nb.cells if is_install_cell(c)]
     if installs:  # keep the cell (its id, count and outputs), bring its code and tag up to date
         installs[0].source = source

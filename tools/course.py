@@ -1,6 +1,7 @@
 """A graded course with nbgrader: one assignment per exercise, released week by week.
 
-    python tools/course.py new COURSE [--course-id ID] [--exchange DIR]
+    python tools/course.py new COURSE [--course-id ID] [--exchange DIR] [--ref REF]
+                                      [--repository OWNER/NAME]
     python tools/course.py release COURSE ex03      # generate_assignment + release_assignment
     python tools/course.py collect COURSE ex03      # what the students submitted
     python tools/course.py autograde COURSE ex03    # run every check; scores in gradebook.db
@@ -11,10 +12,15 @@
 course's ``nbgrader_config.py`` (course id, the exchange folder students fetch from and
 submit to, a cell timeout long enough for the exercises that start clusters) and one
 source assignment per exercise, ``ex01`` ... ``ex10``, each holding its solution notebook
-with the Colab badge and install cell of the *exercise* (``exercises/NN_*.ipynb``): a
-released notebook never opens, clones or changes into ``solutions/``. The hints (folded
-markdown) are kept: nbgrader releases markdown cells as they are. Running ``new`` again
-refreshes the source notebooks from solutions/ and leaves grades alone.
+with the Colab badge and install cell of the *exercise* (``exercises/NN_*.ipynb``) at the
+ref ``--ref`` (default ``student``, the branch ``make student-copy`` writes for) of the
+repository (``--repository``, default pyproject's): a released notebook never opens, clones
+or changes into ``solutions/``, and never installs from a ref that holds them. ``new``
+refuses ``main``, the launch ref and every local branch or tag of this repository that has a
+solutions/ folder; publish the student copy at that ref before the first release (README,
+"Teaching with it"). The hints (folded markdown) are kept: nbgrader releases markdown cells
+as they are. Running ``new`` again refreshes the source notebooks from solutions/ (with the
+ref it is given) and leaves grades alone.
 
 Students use nbgrader's own commands against the same exchange (README, "Teaching with it"):
 ``nbgrader fetch_assignment ex03 --course ID``, ``nbgrader submit ex03 --course ID``,
@@ -37,11 +43,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import colab  # noqa: E402
+import leaks  # noqa: E402
 import nbio  # noqa: E402
 
 SOLUTIONS = nbio.ROOT / "solutions"
 CHECKER = "dpkit_checks"  # the course's checker (checks/), which the check cells call
 DEFAULT_EXCHANGE = "exchange"  # beside the course, unless --exchange names another folder
+#: The ref released notebooks install from unless --ref names another: the student copy's
+#: branch (tools/student_copy.py --ref, make student-copy STUDENT_REF=...), without solutions/.
+DEFAULT_REF = "student"
 STEPS = {
     "release": [["generate_assignment", "--force"], ["release_assignment", "--force"]],
     "collect": [["collect", "--update"]],
@@ -58,10 +68,30 @@ def assignments(solutions: Path = SOLUTIONS) -> dict[str, Path]:
     return found
 
 
-def student_notebook(path: Path):
-    """The solution notebook at ``path`` with the exercise's badge and install cell."""
+def student_notebook(path: Path, at: str = DEFAULT_REF, repo: str | None = None):
+    """The solution notebook at ``path`` with the exercise's badge and install cell, both at
+    ref ``at`` of ``repo`` (by default pyproject's repository)."""
     nb = nbio.read(path)
-    return colab.apply(nb, f"exercises/{path.name}")
+    return colab.apply(nb, f"exercises/{path.name}", at, repo)
+
+
+def check_ref(at: str, repo: str | None) -> None:
+    """Stop unless released notebooks may install from ref ``at`` of ``repo``: a branch or tag
+    name that, in this repository, holds no solutions/ (another repository, the student
+    copy's own, is not looked into)."""
+    if not re.fullmatch(r"[\w.][\w./-]*", at):
+        raise SystemExit(f"error: --ref {at!r} is not a branch or tag name (e.g. student)")
+    if repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+        raise SystemExit(f"error: --repository {repo!r}: write OWNER/NAME")
+    if repo not in (None, colab.repository()):
+        return
+    holding = leaks.refs_with_solutions(nbio.ROOT) | {colab.ref()}
+    if at in holding:
+        raise SystemExit(
+            f"error: --ref {at}: that ref of {colab.repository()} holds solutions/, which a "
+            "released notebook's install cell would clone; name the student copy's branch "
+            f"(make student-copy STUDENT_REF=..., default {DEFAULT_REF})"
+        )
 
 
 def config_text(root: Path, course_id: str, exchange: Path) -> str:
@@ -75,10 +105,18 @@ def config_text(root: Path, course_id: str, exchange: Path) -> str:
     )
 
 
-def new(root: Path, course_id: str, exchange: Path | None) -> list[str]:
-    """Create or refresh the course folder; return the assignment ids."""
+def new(
+    root: Path,
+    course_id: str,
+    exchange: Path | None,
+    at: str = DEFAULT_REF,
+    repo: str | None = None,
+) -> list[str]:
+    """Create or refresh the course folder, its notebooks installing from ref ``at`` of
+    ``repo``; return the assignment ids."""
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", course_id):
         raise SystemExit(f"error: --course-id {course_id!r}: use letters, digits, '.', '_', '-'")
+    check_ref(at, repo)
     root = root.resolve()
     exchange = (exchange or root.parent / DEFAULT_EXCHANGE).resolve()
     if not exchange.exists():  # every student writes into it; the sticky bit keeps them apart
@@ -90,7 +128,7 @@ def new(root: Path, course_id: str, exchange: Path | None) -> list[str]:
     for name, path in found.items():
         folder = root / "source" / name
         folder.mkdir(parents=True, exist_ok=True)
-        nbio.write(student_notebook(path), folder / path.name)
+        nbio.write(student_notebook(path, at, repo), folder / path.name)
     return list(found)
 
 
@@ -170,14 +208,27 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("course", type=Path)
     made.add_argument("--course-id", default="dpkit")
     made.add_argument("--exchange", type=Path, help="nbgrader's exchange folder")
+    made.add_argument(
+        "--ref",
+        default=DEFAULT_REF,
+        help="the branch or tag of the student copy the released notebooks install from",
+    )
+    made.add_argument("--repository", help="OWNER/NAME of the student copy, if not this one")
     for step in (*STEPS, "grades"):
         one = sub.add_parser(step, help=f"{step} one assignment")
         one.add_argument("course", type=Path)
         one.add_argument("assignment", help="ex01 ... (one per exercise)")
     args = parser.parse_args(argv)
     if args.command == "new":
-        names = new(args.course, args.course_id, args.exchange)
+        names = new(args.course, args.course_id, args.exchange, args.ref, args.repository)
         print(f"course: {args.course} with assignments {', '.join(names)}")
+        print(
+            f"course: released notebooks install from {args.ref} of "
+            f"{args.repository or colab.repository()}: publish the student copy there "
+            f"(make student-copy STUDENT_REF={args.ref}"
+            + (f" STUDENT_REPOSITORY={args.repository}" if args.repository else "")
+            + ") before the first release"
+        )
     elif args.command == "grades":
         for student, notebook, score, top in grades(args.course.resolve(), args.assignment):
             print(f"{student:20s} {notebook:40s} {score:g}/{top:g}")

@@ -80,13 +80,15 @@ def stub_source(source: str, where: str = "cell") -> str:
 
 
 def header_cell(solution_name: str) -> nbformat.NotebookNode:
+    """The exercise's first cell: where it comes from, named but not linked (the website and
+    every other copy a student reads must not lead to a solution), and how to work in it."""
     cell = nbformat.v4.new_markdown_cell(
-        f"*Exercise generated from [`solutions/{solution_name}`](../solutions/{solution_name}) "
-        "by `tools/make_exercises.py`; edit the solution, not this file, then run "
-        "`make exercises`.*\n\n"
+        f"*Exercise generated from `solutions/{solution_name}` by `tools/make_exercises.py`; "
+        "edit the solution, not this file, then run `make exercises`.*\n\n"
         "Replace each `raise NotImplementedError()` with your code and run the check cell "
-        "after it: it passes when your answer is right. Stuck? The solution notebook has "
-        "the answers."
+        "after it: it passes when your answer is right, and says what is wrong when it is "
+        "not. Stuck? Open the folded hints above the task one at a time: the idea, the API, "
+        "then the steps."
     )
     cell.id = "generated-header"
     return cell

@@ -8,14 +8,15 @@ lessons, the exercises, dpkit, the exercises' checks (checks/, which the check c
 Makefile, the set-up files and the deployment examples, but not ``solutions/``, ``tests/`` (the
 wrong-answer tables hold near-answers) or ``browser_tests/``. In the copy, pyproject's
 ``[tool.dpkit.launch] ref`` (and, with ``--repository``, its Repository address) name where the
-copy will be published, and every Colab badge, install cell and Binder badge is rewritten to
-match, so a student who opens a notebook on Colab clones the copy, never the branch that holds
-the solutions. Then OUT is checked: no file may hold an answer region of a solution (the lines
-between ``### BEGIN SOLUTION`` and ``### END SOLUTION``, compared line by line without
-indentation, blank lines or comments), a notebook may hold no marker, and no folder may be
-named ``solutions``. The exercises lose their first cell, which links to their solution.
-Publish it with, e.g., ``git -C OUT init && git -C OUT add -A && git -C OUT commit -m student
-&& git -C OUT push <remote> HEAD:student``.
+copy will be published, and every Colab badge, install cell, Binder badge and repo2docker
+command is rewritten to match, so a student who opens a notebook on Colab clones the copy,
+never the branch that holds the solutions. Then OUT is checked: no file may hold an answer
+region of a solution (the lines between ``### BEGIN SOLUTION`` and ``### END SOLUTION``,
+compared line by line without indentation, blank lines or comments), a notebook may hold no
+marker, and no folder may be named ``solutions``. The exercises lose their first cell, which
+tells the instructor how they are made from their solutions (tools/leaks.py searches the copy
+more finely: tests/repo/test_leaks.py). Publish it with, e.g., ``git -C OUT init && git -C OUT
+add -A && git -C OUT commit -m student && git -C OUT push <remote> HEAD:student``.
 """
 
 from __future__ import annotations
@@ -145,6 +146,14 @@ def _point_at(out: Path, ref: str, repository: str | None) -> None:
         f"/v2/gh/{old_repo}/{old_ref}?", f"/v2/gh/{new_repo}/{ref}?"
     )
     readme.write_text(NOTE + text, encoding="utf-8")
+    # repo2docker of the bare address would build the default branch, which holds solutions/.
+    for path in (readme, out / "binder" / "environment.yml"):
+        text = re.sub(
+            rf"repo2docker https://github\.com/{re.escape(old_repo)}\b",
+            f"repo2docker --ref {ref} https://github.com/{new_repo}",
+            path.read_text(encoding="utf-8"),
+        )
+        path.write_text(text, encoding="utf-8")
     # The copy's own tools/colab.py reads the copy's pyproject: run it there.
     code = (
         "import sys, pathlib; sys.path.insert(0, 'tools'); import colab, nbio\n"

@@ -9,15 +9,18 @@ runs/site-src/ (git ignores runs/), the HTML is copied to site/ (git ignores it 
   ``remove-cell`` and the Open-in-Colab badge line goes (every page has launch buttons
   instead); a checked cell (tag ``nbval-check-output``) or exercise check (tag ``check``)
   longer than LONG_CHECK lines gets ``hide-input`` (collapsed behind a toggle, output shown);
-* a relative link to a file the book does not hold (solutions/, README.md, deploy/, dpkit/)
-  points to that file on GitHub at the launch ref;
+* a relative link to a file the book does not hold (README.md, deploy/, dpkit/) points to
+  that file on GitHub at the launch ref; a link into solutions/ stops the build (no page
+  leads a student to a solution: an exercise names its source without linking to it);
 * _config.yml and _toc.yml, with the repository and the ref from tools/colab.py (pyproject's
   [project.urls] Repository and [tool.dpkit.launch] ref), so the Colab and Binder buttons
   and the notebook download follow the same ref as the notebooks' badges and install cell.
 
 This module is also the book's one Sphinx extension (``setup``): myst-nb reads only width and
 height from an image output's metadata, so the extension passes on the ``alt`` text that
-dpkit.views.figures stores there to the ``<img>``.
+dpkit.views.figures stores there to the ``<img>``; and the theme's Repository button, which
+opens the repository's default branch, opens the launch ref instead (a student copy's site
+would otherwise lead to the branch that holds the solutions).
 
     python tools/website.py            # stage, build, copy to site/
     python tools/website.py --stage    # only write runs/site-src/ (for a look at the source)
@@ -94,6 +97,11 @@ def retarget(text: str, here: Path, book: Path = STAGE) -> str:
             relpath = source.relative_to(ROOT).as_posix()
         except ValueError:
             return match.group(0)
+        if relpath.split("/")[0] == "solutions":
+            raise ValueError(
+                f"{here} links to {target}: no page of the site may lead to a solution "
+                "(name it as text instead)"
+            )
         url = f"https://github.com/{colab.repository()}/blob/{colab.ref()}/{relpath}"
         return f"{match.group(1)}{url}{match.group(3)}"
 
@@ -256,13 +264,27 @@ def _one_of_each_script(app, pagename, templatename, context, doctree) -> None:
     context["script_files"] = kept
 
 
+def repository_button_at_the_ref(app, pagename, templatename, context, doctree) -> None:
+    """The theme's Repository button links to the repository's root, which shows its default
+    branch; link to the tree of the ref the book was built for (``github_version``)."""
+    ref = context.get("github_version")
+    groups = list(context.get("header_buttons", []))
+    while groups and ref:
+        button = groups.pop()
+        groups += button.get("buttons", [])
+        if button.get("label") == "source-repository-button":
+            button["url"] = f"{button['url'].rstrip('/')}/tree/{ref}"
+
+
 def setup(app):
-    """Sphinx: image outputs get the alt text stored in their metadata; no script twice."""
+    """Sphinx: image outputs get the alt text stored in their metadata; no script twice; the
+    Repository button opens the launch ref."""
     from myst_nb.core.render import NbElementRenderer
 
     if not getattr(NbElementRenderer.render_image, "dpkit_alt", False):
         NbElementRenderer.render_image = _render_image_with_alt(NbElementRenderer.render_image)
     app.connect("html-page-context", _one_of_each_script, priority=900)
+    app.connect("html-page-context", repository_button_at_the_ref, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 

@@ -7,7 +7,8 @@ hand in: alice the solution, bob a wrong answer from tests/wrong_answers/ (its t
 releases feedback; the students fetch it. nbgrader must give alice full marks, carol none
 and bob the marks of every check but the one that catches his answer, and each student's
 feedback must be theirs. Every other assignment is generated too, and each release must be
-exactly the exercise a learner gets, hints kept, with no path into solutions/.
+exactly the exercise a learner gets, hints kept, its install cell cloning the student copy's
+ref, with no path into solutions/ and no answer (tools/leaks.py).
 
 Autograding runs whole notebooks, so `make test-course` runs the two quickest weeks;
 DPKIT_GRADE_ALL=1 makes every exercise a week (`make test-grading`).
@@ -27,6 +28,7 @@ from nbgrader import api as nbgrader_api  # the grade extra: pip install -e '.[g
 
 from tests.support.notebooks import ROOT, SOLUTIONS, nbio
 from tests.wrong_answers import HAND_IN, TABLES
+from tools import colab, leaks
 from tools import course as course_tool
 
 COURSE_ID = "dpkit101"
@@ -165,7 +167,9 @@ def test_the_release_is_the_exercise_with_nbgraders_stubs(course, path):
         theirs_source, mine_source = nbio.code_source(theirs), nbio.code_source(mine)
         if "raise NotImplementedError()" in mine_source:
             assert "YOUR CODE HERE" in theirs_source and "BEGIN SOLUTION" not in theirs_source
-        else:  # the Colab install cell included: it changes into exercises/, as ours does
+        elif colab.is_install_cell(mine):  # into exercises/, as ours, but from the student ref
+            assert theirs_source == colab.install_source("exercises", course_tool.DEFAULT_REF)
+        else:
             assert theirs_source == mine_source
         meta = theirs.metadata["nbgrader"]
         assert meta["solution"] or meta["locked"], "every cell but the answers is read-only"
@@ -176,6 +180,15 @@ def test_the_release_is_the_exercise_with_nbgraders_stubs(course, path):
     hints = [c.source for c in ours.cells if c.cell_type == "markdown" and nbio.has_tag(c, "hints")]
     kept = {c.source for c in released.cells if c.cell_type == "markdown"}
     assert hints and all(h in kept for h in hints), f"{path.name}: the release drops hints"
+
+
+def test_no_release_holds_an_answer_or_a_way_to_one(course):
+    """tools/leaks.py on every released notebook: no answer line, no hint holding more than a
+    third of its answer, no link into solutions/, no launch or clone of a ref with solutions/."""
+    refs = leaks.refs_with_solutions(ROOT) | {colab.ref()}
+    released = course / "course" / "release"
+    assert len(list(released.glob("ex*/*.ipynb"))) == len(ALL)
+    assert leaks.scan([released], repository=colab.repository(), refs=refs) == []
 
 
 @pytest.mark.parametrize("week", WEEKS)

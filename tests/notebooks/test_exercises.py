@@ -78,7 +78,9 @@ def test_check_detects_a_hand_edited_exercise(tmp_path):
 def test_exercises_have_the_generated_header_and_no_answers():
     for path in EXERCISES:
         nb = nbio.read(path)
-        assert nb.cells[0].source.startswith(f"*Exercise generated from [`solutions/{path.name}`]")
+        header = nb.cells[0].source
+        assert header.startswith(f"*Exercise generated from `solutions/{path.name}` ")
+        assert "](" not in header, "the header names its solution and never links to it"
         text = path.read_text(encoding="utf-8")
         assert "BEGIN SOLUTION" not in text and "END SOLUTION" not in text
 

@@ -133,3 +133,26 @@ def test_install_commands_clone_once(tmp_path):
     lines = log.read_text().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"git clone -q --depth 1 -b {colab.ref()} https://github.com/")
+
+
+def test_a_notebook_for_a_student_copy_opens_and_clones_its_ref(tmp_path):
+    """apply(..., at, repo), as tools/course.py calls it: the badge and the clone name the
+    copy's ref and repository, and the clone lands where the cell looks for it (CLONE) even
+    when the copy's repository has another name."""
+    nb = colab.apply(nbio.read(EXERCISES[0]), relpath(EXERCISES[0]), "term-2", "me/dpkit-student")
+    text = nbio.dumps(nb)
+    assert f"me/dpkit-student/blob/term-2/{relpath(EXERCISES[0])}" in text
+    assert f"github.com/{colab.repository()}" not in text and "-b main" not in text
+    source = colab.install_source("exercises", "term-2", "me/dpkit-student")
+    calls = run_cell_as("google.colab._shell", source)
+    bin_dir, log = tmp_path / "bin", tmp_path / "log"
+    bin_dir.mkdir()
+    fake = f'#!/bin/sh\necho "git $*" >> {log}; for last; do :; done; mkdir -p "$last"\n'
+    (bin_dir / "git").write_text(fake)
+    (bin_dir / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    command = calls[0][1].replace("/content", str(tmp_path))
+    subprocess.run(["sh", "-c", command], env=env, check=True)
+    clone = "git clone -q --depth 1 -b term-2 https://github.com/me/dpkit-student dpkit"
+    assert log.read_text().strip() == clone
+    assert (tmp_path / "dpkit").is_dir() and calls[-1][1] == "cd /content/dpkit/exercises"

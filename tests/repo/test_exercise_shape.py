@@ -3,8 +3,9 @@
 Read from the solution notebooks (the exercises are generated from them, and nbgrader
 releases them): every lesson after 00 has an exercise; before each marked answer sits a
 markdown cell tagged ``hints`` whose three ``<details>`` blocks open one at a time (the
-idea, then the API, then most of the answer); each check cell is a few lines that call a
-check function of ``dpkit_checks``, where the check's code lives and is tested.
+idea, then the API, then the steps in words; tests/repo/test_leaks.py holds each hints cell
+to at most a third of its answer's lines); each check cell is a few lines that call a check
+function of ``dpkit_checks``, where the check's code lives and is tested.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from tests.support.notebooks import LESSONS, SOLUTIONS, nbio
 
 BEGIN = "### BEGIN SOLUTION"
-TIERS = ("Hint 1 · the idea", "Hint 2 · the API", "Hint 3 · most of the answer")
+TIERS = ("Hint 1 · the idea", "Hint 2 · the API", "Hint 3 · the steps")
 SUMMARY = re.compile(r"<details>\s*<summary>(.*?)</summary>(.*?)</details>", re.DOTALL)
 #: The most lines of code (blank lines, comments and the docstring aside) a check cell holds.
 CHECK_LINES = 12

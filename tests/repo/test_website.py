@@ -4,6 +4,7 @@
 import sys
 
 import nbformat
+import pytest
 
 from tests.support.notebooks import LESSONS, ROOT, nbio
 from tests.support.paths import ci_targets
@@ -36,10 +37,23 @@ def test_the_student_copys_readme_with_its_banner_makes_a_landing_page_too():
 def test_relative_links_out_of_the_book_go_to_github_at_the_ref(tmp_path):
     (tmp_path / "lessons").mkdir()
     (tmp_path / "lessons" / "00_a.ipynb").write_text("{}")
-    text = "[answers](../solutions/01_b.ipynb#x), [setup](00_a.ipynb), [web](https://a.b/c)"
+    text = "[job](../deploy/tfjob.yaml#x), [setup](00_a.ipynb), [web](https://a.b/c)"
     fixed = website.retarget(text, website.Path("lessons/01_b.ipynb"), tmp_path)
-    url = f"https://github.com/{colab.repository()}/blob/{colab.ref()}/solutions/01_b.ipynb"
-    assert fixed == f"[answers]({url}#x), [setup](00_a.ipynb), [web](https://a.b/c)"
+    url = f"https://github.com/{colab.repository()}/blob/{colab.ref()}/deploy/tfjob.yaml"
+    assert fixed == f"[job]({url}#x), [setup](00_a.ipynb), [web](https://a.b/c)"
+
+
+def test_a_link_into_solutions_stops_the_site(tmp_path):
+    text = "the [answer](../solutions/01_one_device.ipynb)"
+    with pytest.raises(ValueError, match="exercises/01_one_device.ipynb links to ../solutions/"):
+        website.retarget(text, website.Path("exercises/01_one_device.ipynb"), tmp_path)
+
+
+def test_the_repository_button_opens_the_launch_ref():
+    button = {"label": "source-repository-button", "url": "https://github.com/o/n"}
+    context = {"github_version": "student", "header_buttons": [{"buttons": [button]}]}
+    website.repository_button_at_the_ref(None, "index", None, context, None)
+    assert button["url"] == "https://github.com/o/n/tree/student"
 
 
 def test_a_staged_notebook_hides_the_install_cell_badge_and_long_checks(tmp_path):
