@@ -45,8 +45,8 @@ def _sparse_mean(slices, fractions):
     """Weighted mean of IndexedSlices without making them dense.
 
     Concatenating the rows (scaled by each tower's fraction) gives a sparse
-    tensor whose sum over repeated indices is the average; the optimizer sums
-    duplicates when it applies it.
+    tensor whose sum over repeated indices is the average. A linear update (SGD) sums the
+    duplicates when it applies it; Adam does not (:func:`deduplicate`).
     """
     import tensorflow as tf
 
@@ -55,6 +55,25 @@ def _sparse_mean(slices, fractions):
         indices=tf.concat([s.indices for s in slices], axis=0),
         dense_shape=slices[0].dense_shape,
     )
+
+
+def deduplicate(gradient):
+    """An ``IndexedSlices`` with each index once, its rows summed (``tf.unique`` +
+    ``tf.math.unsorted_segment_sum``); any other gradient unchanged.
+
+    The sparse average of :func:`average_gradients` repeats a row for every tower that looked
+    it up. Summing them is what the dense gradient holds, and what SGD's update does anyway;
+    Keras 3's Adam instead squares each repeated row on its own (its second moment gets
+    ``g1**2 + g2**2`` where the dense gradient gives ``(g1 + g2)**2``), a different step. So
+    deduplicate a sparse gradient before an optimizer that is not linear in it (lesson 03).
+    """
+    import tensorflow as tf
+
+    if not isinstance(gradient, tf.IndexedSlices):
+        return gradient
+    unique, position = tf.unique(gradient.indices)
+    rows = tf.math.unsorted_segment_sum(gradient.values, position, tf.shape(unique)[0])
+    return tf.IndexedSlices(rows, unique, gradient.dense_shape)
 
 
 def _mean_of(grads, fractions, position: int, var_name: str):

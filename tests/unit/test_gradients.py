@@ -149,3 +149,28 @@ def test_bandwidth_model():
     assert gradients.all_reduce_seconds("ring", 1, mb, 1e9) == 0.0
     with pytest.raises(ValueError, match="'one_device' or 'ring'"):
         gradients.all_reduce_seconds("tree", 4, mb, 1e9)
+
+
+def test_deduplicate_sums_repeated_rows_and_gives_adam_the_dense_step():
+    import keras
+
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(6, 4)).astype(np.float32)
+    indices = np.array([4, 1, 4, 7, 1, 4])
+    sliced = tf.IndexedSlices(tf.constant(values), tf.constant(indices), tf.constant([9, 4]))
+    once = gradients.deduplicate(sliced)
+    expected = np.zeros((9, 4), np.float32)
+    np.add.at(expected, indices, values)  # NumPy's own sum over repeated rows
+    assert sorted(once.indices.numpy()) == [1, 4, 7]
+    assert checking.agree(tf.convert_to_tensor(once), expected)
+    start = rng.normal(size=(9, 4)).astype(np.float32)
+    steps = []
+    for gradient in (sliced, once, tf.constant(expected)):
+        table = keras.Variable(start)
+        keras.optimizers.Adam(0.001).apply_gradients([(gradient, table)])
+        steps.append(table.numpy() - start)
+    # repeated rows give Adam another step (each squared alone); deduplicated, the dense one
+    assert not checking.agree(steps[0], steps[2], scale=0.001)
+    assert checking.agree(steps[1], steps[2], scale=0.001)
+    dense = tf.ones([2, 2])
+    assert gradients.deduplicate(dense) is dense and gradients.deduplicate(None) is None
