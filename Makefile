@@ -436,9 +436,10 @@ student-copy: $(STAMP) ## write the student copy to OUT (no solutions/tests; lau
 # make course-new, then each week make course-release A=ex03, ..., course-feedback A=ex03.
 COURSE ?= course
 COURSE_ID ?= dpkit
+EXCHANGE ?=
 A ?=
-course-new: $(STAMP) ## create or refresh a course folder (COURSE=course COURSE_ID=dpkit)
-	$(PY) tools/course.py new $(COURSE) --course-id $(COURSE_ID)
+course-new: $(STAMP) ## create or refresh a course folder and its students' config (COURSE=course COURSE_ID=dpkit EXCHANGE=shared folder)
+	$(PY) tools/course.py new $(COURSE) --course-id $(COURSE_ID) $(if $(EXCHANGE),--exchange $(EXCHANGE))
 course-release: $(STAMP) ## generate and release assignment A (e.g. A=ex03) to the exchange
 	$(PY) tools/course.py release $(COURSE) $(A)
 course-collect: $(STAMP) ## collect what students submitted for A

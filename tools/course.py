@@ -1,6 +1,7 @@
 """A graded course with nbgrader: one assignment per exercise, released week by week.
 
     python tools/course.py new COURSE [--course-id ID] [--exchange DIR]
+    python tools/course.py student-config [--course-id ID] --exchange DIR   # print it
     python tools/course.py release COURSE ex03      # generate_assignment + release_assignment
     python tools/course.py collect COURSE ex03      # what the students submitted
     python tools/course.py autograde COURSE ex03    # run every check; scores in gradebook.db
@@ -16,9 +17,15 @@ released notebook never opens, clones or changes into ``solutions/``. The hints 
 markdown) are kept: nbgrader releases markdown cells as they are. Running ``new`` again
 refreshes the source notebooks from solutions/ and leaves grades alone.
 
-Students use nbgrader's own commands against the same exchange (README, "Teaching with it"):
-``nbgrader fetch_assignment ex03 --course ID``, ``nbgrader submit ex03 --course ID``,
-``nbgrader fetch_feedback ex03 --course ID``.
+``new`` also writes the students' config, ``COURSE/for_students/nbgrader_config.py``: the
+course id and the exchange folder, nothing else. Every student's server must read it from a
+Jupyter config folder (on a hub, ``/etc/jupyter/nbgrader_config.py``: deploy/jupyterhub/
+mounts it there); without it a student's nbgrader looks for its default exchange,
+/usr/local/share/nbgrader/exchange, and stops with "Unwritable directory". ``student-config``
+prints the same file without creating anything (for a hub's config, before the course
+exists). Students then use nbgrader's own commands with no flags (README, "Teaching with
+it"): ``nbgrader fetch_assignment ex03``, ``nbgrader submit ex03``, ``nbgrader
+fetch_feedback ex03``, or JupyterLab's menu Nbgrader > Assignment List.
 
 Grading runs the check cells, which call the course's checker (``dpkit_checks``, installed
 from checks/ beside dpkit by ``make env``): ``autograde`` stops, saying how to install it,
@@ -42,6 +49,7 @@ import nbio  # noqa: E402
 SOLUTIONS = nbio.ROOT / "solutions"
 CHECKER = "dpkit_checks"  # the course's checker (checks/), which the check cells call
 DEFAULT_EXCHANGE = "exchange"  # beside the course, unless --exchange names another folder
+FOR_STUDENTS = "for_students"  # COURSE/for_students/nbgrader_config.py: the students' config
 STEPS = {
     "release": [["generate_assignment", "--force"], ["release_assignment", "--force"]],
     "collect": [["collect", "--update"]],
@@ -75,10 +83,27 @@ def config_text(root: Path, course_id: str, exchange: Path) -> str:
     )
 
 
-def new(root: Path, course_id: str, exchange: Path | None) -> list[str]:
-    """Create or refresh the course folder; return the assignment ids."""
+def student_config_text(course_id: str, exchange: Path) -> str:
+    """The nbgrader config every student's server reads: the course and its exchange. No
+    CourseDirectory.root: a student fetches into, and submits from, the folder they work in."""
+    return (
+        "# Written by tools/course.py: the students' nbgrader settings. Put it where every\n"
+        "# student's server reads it, e.g. /etc/jupyter/nbgrader_config.py (deploy/jupyterhub/).\n"
+        "c = get_config()\n"
+        f"c.CourseDirectory.course_id = {course_id!r}\n"
+        f"c.Exchange.root = {str(exchange)!r}\n"
+    )
+
+
+def _course_id(course_id: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", course_id):
         raise SystemExit(f"error: --course-id {course_id!r}: use letters, digits, '.', '_', '-'")
+    return course_id
+
+
+def new(root: Path, course_id: str, exchange: Path | None) -> list[str]:
+    """Create or refresh the course folder; return the assignment ids."""
+    _course_id(course_id)
     root = root.resolve()
     exchange = (exchange or root.parent / DEFAULT_EXCHANGE).resolve()
     if not exchange.exists():  # every student writes into it; the sticky bit keeps them apart
@@ -86,6 +111,9 @@ def new(root: Path, course_id: str, exchange: Path | None) -> list[str]:
         exchange.chmod(0o1777)
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(config_text(root, course_id, exchange), "utf-8")
+    (root / FOR_STUDENTS).mkdir(exist_ok=True)
+    students = root / FOR_STUDENTS / "nbgrader_config.py"
+    students.write_text(student_config_text(course_id, exchange), "utf-8")
     found = assignments()
     for name, path in found.items():
         folder = root / "source" / name
@@ -170,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     made.add_argument("course", type=Path)
     made.add_argument("--course-id", default="dpkit")
     made.add_argument("--exchange", type=Path, help="nbgrader's exchange folder")
+    told = sub.add_parser("student-config", help="print the config every student's server reads")
+    told.add_argument("--course-id", default="dpkit")
+    told.add_argument("--exchange", type=Path, required=True, help="the exchange on their servers")
     for step in (*STEPS, "grades"):
         one = sub.add_parser(step, help=f"{step} one assignment")
         one.add_argument("course", type=Path)
@@ -178,6 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "new":
         names = new(args.course, args.course_id, args.exchange)
         print(f"course: {args.course} with assignments {', '.join(names)}")
+        print(
+            f"course: the students' config is {args.course / FOR_STUDENTS / 'nbgrader_config.py'}"
+        )
+    elif args.command == "student-config":
+        if not args.exchange.is_absolute():  # students' servers start in other folders
+            raise SystemExit(f"error: --exchange {args.exchange}: give an absolute path")
+        print(student_config_text(_course_id(args.course_id), args.exchange), end="")
     elif args.command == "grades":
         for student, notebook, score, top in grades(args.course.resolve(), args.assignment):
             print(f"{student:20s} {notebook:40s} {score:g}/{top:g}")
