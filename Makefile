@@ -235,6 +235,8 @@ durations: $(STAMP) ## make test, and store each file's seconds in tests/duratio
 #   course room: the checks with devices and workers ..... make test-course   M  off
 #     (tests/course/test_exercise_checks_*.py)              make test-colab    C  off
 #   course room: stubs, tabled wrong answers, nbgrader ... make test-course   M  off
+#   nbgrader's exchange between real Unix users (root) .. make test-course   M
+#   the hub's values, image scripts (deploy/jupyterhub) .. make test          M
 #   repo room (the files themselves, no TensorFlow run) .. make test          M
 #   lessons 00, 02, 03, 04, 10 at other device counts .... make test-portable M  portable
 #   lessons through papermill with other parameters ...... make test-papermill M off
