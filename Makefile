@@ -235,6 +235,8 @@ durations: $(STAMP) ## make test, and store each file's seconds in tests/duratio
 #   course room: the checks with devices and workers ..... make test-course   M  off
 #     (tests/course/test_exercise_checks_*.py)              make test-colab    C  off
 #   course room: stubs, tabled wrong answers, nbgrader ... make test-course   M  off
+#   nbgrader's exchange between real Unix users (root) .. make test-course   M
+#   the hub's values, image scripts (deploy/jupyterhub) .. make test          M
 #   repo room (the files themselves, no TensorFlow run) .. make test          M
 #   lessons 00, 02, 03, 04, 10 at other device counts .... make test-portable M  portable
 #   lessons through papermill with other parameters ...... make test-papermill M off
@@ -443,9 +445,10 @@ student-copy: $(STAMP) ## write the student copy to OUT (no solutions/tests; lau
 # make course-new, then each week make course-release A=ex03, ..., course-feedback A=ex03.
 COURSE ?= course
 COURSE_ID ?= dpkit
+EXCHANGE ?=
 A ?=
-course-new: $(STAMP) ## create or refresh a course folder (COURSE=course COURSE_ID=dpkit; installs from STUDENT_REF)
-	$(PY) tools/course.py new $(COURSE) --course-id $(COURSE_ID) $(student_where)
+course-new: $(STAMP) ## create or refresh a course folder and its students' config (COURSE=course COURSE_ID=dpkit EXCHANGE=shared folder; installs from STUDENT_REF)
+	$(PY) tools/course.py new $(COURSE) --course-id $(COURSE_ID) $(student_where) $(if $(EXCHANGE),--exchange $(EXCHANGE))
 course-release: $(STAMP) ## generate and release assignment A (e.g. A=ex03) to the exchange
 	$(PY) tools/course.py release $(COURSE) $(A)
 course-collect: $(STAMP) ## collect what students submitted for A

@@ -2,6 +2,7 @@
 
     python tools/course.py new COURSE [--course-id ID] [--exchange DIR] [--ref REF]
                                       [--repository OWNER/NAME]
+    python tools/course.py student-config [--course-id ID] --exchange DIR   # print it
     python tools/course.py release COURSE ex03      # generate_assignment + release_assignment
     python tools/course.py collect COURSE ex03      # what the students submitted
     python tools/course.py autograde COURSE ex03    # run every check; scores in gradebook.db
@@ -22,9 +23,15 @@ solutions/ folder; publish the student copy at that ref before the first release
 as they are. Running ``new`` again refreshes the source notebooks from solutions/ (with the
 ref it is given) and leaves grades alone.
 
-Students use nbgrader's own commands against the same exchange (README, "Teaching with it"):
-``nbgrader fetch_assignment ex03 --course ID``, ``nbgrader submit ex03 --course ID``,
-``nbgrader fetch_feedback ex03 --course ID``.
+``new`` also writes the students' config, ``COURSE/for_students/nbgrader_config.py``: the
+course id and the exchange folder, nothing else. Every student's server must read it from a
+Jupyter config folder (on a hub, ``/etc/jupyter/nbgrader_config.py``: deploy/jupyterhub/
+mounts it there); without it a student's nbgrader looks for its default exchange,
+/usr/local/share/nbgrader/exchange, and stops with "Unwritable directory". ``student-config``
+prints the same file without creating anything (for a hub's config, before the course
+exists). Students then use nbgrader's own commands with no flags (README, "Teaching with
+it"): ``nbgrader fetch_assignment ex03``, ``nbgrader submit ex03``, ``nbgrader
+fetch_feedback ex03``, or JupyterLab's menu Nbgrader > Assignment List.
 
 Grading runs the check cells, which call the course's checker (``dpkit_checks``, installed
 from checks/ beside dpkit by ``make env``): ``autograde`` stops, saying how to install it,
@@ -52,6 +59,7 @@ DEFAULT_EXCHANGE = "exchange"  # beside the course, unless --exchange names anot
 #: The ref released notebooks install from unless --ref names another: the student copy's
 #: branch (tools/student_copy.py --ref, make student-copy STUDENT_REF=...), without solutions/.
 DEFAULT_REF = "student"
+FOR_STUDENTS = "for_students"  # COURSE/for_students/nbgrader_config.py: the students' config
 STEPS = {
     "release": [["generate_assignment", "--force"], ["release_assignment", "--force"]],
     "collect": [["collect", "--update"]],
@@ -105,6 +113,24 @@ def config_text(root: Path, course_id: str, exchange: Path) -> str:
     )
 
 
+def student_config_text(course_id: str, exchange: Path) -> str:
+    """The nbgrader config every student's server reads: the course and its exchange. No
+    CourseDirectory.root: a student fetches into, and submits from, the folder they work in."""
+    return (
+        "# Written by tools/course.py: the students' nbgrader settings. Put it where every\n"
+        "# student's server reads it, e.g. /etc/jupyter/nbgrader_config.py (deploy/jupyterhub/).\n"
+        "c = get_config()\n"
+        f"c.CourseDirectory.course_id = {course_id!r}\n"
+        f"c.Exchange.root = {str(exchange)!r}\n"
+    )
+
+
+def _course_id(course_id: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", course_id):
+        raise SystemExit(f"error: --course-id {course_id!r}: use letters, digits, '.', '_', '-'")
+    return course_id
+
+
 def new(
     root: Path,
     course_id: str,
@@ -114,8 +140,7 @@ def new(
 ) -> list[str]:
     """Create or refresh the course folder, its notebooks installing from ref ``at`` of
     ``repo``; return the assignment ids."""
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", course_id):
-        raise SystemExit(f"error: --course-id {course_id!r}: use letters, digits, '.', '_', '-'")
+    _course_id(course_id)
     check_ref(at, repo)
     root = root.resolve()
     exchange = (exchange or root.parent / DEFAULT_EXCHANGE).resolve()
@@ -124,6 +149,9 @@ def new(
         exchange.chmod(0o1777)
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(config_text(root, course_id, exchange), "utf-8")
+    (root / FOR_STUDENTS).mkdir(exist_ok=True)
+    students = root / FOR_STUDENTS / "nbgrader_config.py"
+    students.write_text(student_config_text(course_id, exchange), "utf-8")
     found = assignments()
     for name, path in found.items():
         folder = root / "source" / name
@@ -214,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the branch or tag of the student copy the released notebooks install from",
     )
     made.add_argument("--repository", help="OWNER/NAME of the student copy, if not this one")
+    told = sub.add_parser("student-config", help="print the config every student's server reads")
+    told.add_argument("--course-id", default="dpkit")
+    told.add_argument("--exchange", type=Path, required=True, help="the exchange on their servers")
     for step in (*STEPS, "grades"):
         one = sub.add_parser(step, help=f"{step} one assignment")
         one.add_argument("course", type=Path)
@@ -229,6 +260,13 @@ def main(argv: list[str] | None = None) -> int:
             + (f" STUDENT_REPOSITORY={args.repository}" if args.repository else "")
             + ") before the first release"
         )
+        print(
+            f"course: the students' config is {args.course / FOR_STUDENTS / 'nbgrader_config.py'}"
+        )
+    elif args.command == "student-config":
+        if not args.exchange.is_absolute():  # students' servers start in other folders
+            raise SystemExit(f"error: --exchange {args.exchange}: give an absolute path")
+        print(student_config_text(_course_id(args.course_id), args.exchange), end="")
     elif args.command == "grades":
         for student, notebook, score, top in grades(args.course.resolve(), args.assignment):
             print(f"{student:20s} {notebook:40s} {score:g}/{top:g}")
