@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import colab  # noqa: E402
 import nbio  # noqa: E402
 
-LEFT_OUT = ("solutions/", "tests/", "browser_tests/", ".ci/", ".github/")
+# deploy/jupyterhub/ is the teacher's: its guide clones the full repository to run the course.
+LEFT_OUT = ("solutions/", "tests/", "browser_tests/", ".ci/", ".github/", "deploy/jupyterhub/")
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 #: Answer regions shorter than this (in meaningful lines and characters) are too generic to
 #: search for ("return total / count" may well appear in dpkit itself).
