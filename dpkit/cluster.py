@@ -6,11 +6,12 @@ free loopback ports and gives you what TensorFlow asks for: the ``ClusterSpec``,
 cluster resolver for ``ParameterServerStrategy`` and the ``TF_CONFIG`` of any task.
 
 In ``"process"`` mode (the default) each task is a child process running the ``server``
-program (a TF server cannot be stopped in-process, a process can), up in about a second and
-killed on :meth:`LocalCluster.shutdown`, when the ``with`` block ends (even on an exception
-or an interrupt), at interpreter exit, and by itself when the parent dies; ``kill`` and
-``restart`` stop and restart one task for fault experiments. In ``"in_process"`` mode the
-servers live in this process (:mod:`dpkit.in_process`) and can never be stopped.
+program (a TF server cannot be stopped in-process, a process can), up once it has imported
+TensorFlow (about 5 s of one core per task), and killed on :meth:`LocalCluster.shutdown`,
+when the ``with`` block ends (even on an exception or an interrupt), at interpreter exit, and
+by itself when the parent dies; ``kill`` and ``restart`` stop and restart one task for fault
+experiments. In ``"in_process"`` mode the servers live in this process
+(:mod:`dpkit.in_process`) and can never be stopped.
 
 Every task is started with ``GRPC_FAIL_FAST=use_caller`` (unless the environment sets it),
 and this process gets it when the cluster starts (:data:`FAIL_FAST`).
@@ -144,8 +145,9 @@ class LocalCluster:
     a port of its own choosing. Use it when the process builds a second strategy on the same
     tasks (resuming after a ps restart): without it the restarted ps could not reach the
     coordinator (measured). ``host`` is where the tasks are reached (servers listen on all
-    interfaces anyway). A bad count, mode or timeout is a ``ValueError`` before anything
-    starts.
+    interfaces anyway). ``start_timeout`` bounds the start of the tasks, each of which imports
+    TensorFlow (a ps took over 30 s at load 10 on 2 cores: measured). A bad count, mode or
+    timeout is a ``ValueError`` before anything starts.
     """
 
     def __init__(
@@ -154,7 +156,7 @@ class LocalCluster:
         num_ps: int = 1,
         mode: str = "process",
         chief: bool = False,
-        start_timeout: float = 30.0,
+        start_timeout: float = 60.0,
         host: str = "127.0.0.1",
     ):
         example = "e.g. LocalCluster(num_workers=2, num_ps=1)"
@@ -168,7 +170,7 @@ class LocalCluster:
                 "each one is a server on this machine); use fewer workers or ps, e.g. "
                 "num_workers=2, num_ps=1."
             )
-        slow = "e.g. start_timeout=30 (more on a busy machine)"
+        slow = "e.g. start_timeout=60 (more on a busy machine)"
         timeout = checks.positive(start_timeout, "start_timeout", slow, "number of seconds")
         self.start_timeout = timeout
         self.chief = bool(chief)
