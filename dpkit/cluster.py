@@ -30,6 +30,8 @@ import queue
 import time
 import warnings
 
+import tensorflow as tf
+
 from dpkit import in_process
 from dpkit.plumbing import checks, contract, procs, quota
 
@@ -211,16 +213,12 @@ class LocalCluster:
     @property
     def cluster_spec(self):
         """The ``tf.train.ClusterSpec`` of the cluster."""
-        import tensorflow as tf
-
         self._need_started()
         return tf.train.ClusterSpec(self.cluster)
 
     @property
     def resolver(self):
         """The resolver for ``ParameterServerStrategy``, naming ``chief:0`` if ``chief=True``."""
-        import tensorflow as tf
-
         extra = {"task_type": "chief", "task_id": 0} if self.chief else {}
         return tf.distribute.cluster_resolver.SimpleClusterResolver(
             self.cluster_spec, rpc_layer="grpc", **extra
@@ -353,9 +351,7 @@ class LocalCluster:
         """Check every task listens (within ``timeout``: a task down raises
         :class:`ClusterNotReadyError` instead of blocking for minutes), then build
         ``tf.distribute.ParameterServerStrategy`` with ``kwargs`` (``variable_partitioner``)."""
-        self.check(timeout)  # before importing TensorFlow: fail in a second, not minutes
-        import tensorflow as tf
-
+        self.check(timeout)  # before building the strategy: fail in a second, not minutes
         return tf.distribute.ParameterServerStrategy(self.resolver, **kwargs)
 
     def make_coordinator(self, strategy=None, timeout: float = 5.0):
@@ -363,8 +359,6 @@ class LocalCluster:
 
         :meth:`shutdown` stops its worker threads (TensorFlow has no public way to).
         """
-        import tensorflow as tf
-
         strategy = strategy or self.make_strategy(timeout)
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
         self._coordinators.append(coordinator)

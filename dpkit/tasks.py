@@ -15,6 +15,9 @@ with the same steps: :func:`mirrored_step` (``MultiWorkerMirroredStrategy``) and
 
 from __future__ import annotations
 
+import numpy as np
+import tensorflow as tf
+
 from dpkit.plumbing import contract, procs
 
 #: Raised when a task's process exits with an error (its stderr is in the message).
@@ -82,8 +85,6 @@ def digits_batches(global_batch: int, steps: int, seed: int = 0):
 
 def softmax_init(features: int = 784, classes: int = 10, seed: int = 0):
     """Initial softmax-regression weights ``(w, b)``, the same in every process."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     w = rng.normal(0.0, 0.01, size=(features, classes)).astype(np.float32)
     return w, np.zeros(classes, np.float32)
@@ -98,7 +99,6 @@ def mirrored_step(strategy, w, b, learning_rate: float, global_batch: int, globa
     same update, the one a single device would make on the whole batch. ``global_step``
     (a variable), if given, counts the steps.
     """
-    import tensorflow as tf
 
     @tf.function
     def step(xb, yb):
@@ -127,7 +127,6 @@ def ps_step(strategy, w, b, learning_rate: float, global_step):
     schedules it (``coordinator.schedule(step, (iterator,))``). The mean loss of the batch
     is its own: the workers step asynchronously, each against the variables on the ps.
     """
-    import tensorflow as tf
 
     @tf.function
     def step(iterator):

@@ -192,9 +192,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     prog = prog or program_name()
     if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, its exit codes
-        from dpkit.programs import task
+        from dpkit import launcher  # the flags read, --help or an error, before TensorFlow loads
 
-        returned = task.main(argv[1:], prog=f"{prog} task")
+        task = launcher.read(argv[1:], prog=f"{prog} task")
+        if isinstance(task, int):  # --help, or a bad flag (printed)
+            return int(task)
+        from dpkit.programs import task as program
+
+        returned = program.run(task)
         if own_process:  # as every dpkit program ends
             end_process(returned)
         return leaving(returned)[0]

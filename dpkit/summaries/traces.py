@@ -20,7 +20,7 @@ def trace_graph(fn, *args, writer, name: str = "step_graph", step: int = 0, **kw
     (TensorBoard's Graphs tab shows it; ``summaries.read`` then :func:`placement` list its
     ops per device).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # here: `dpkit bench` imports summaries without TF
 
     if not hasattr(fn, "get_concrete_function"):
         raise ValueError(
@@ -86,7 +86,7 @@ def profile_steps(step_fn, batches, logdir) -> Path:
     Returns the trace file's path, ``logdir/plugins/profile/<date>/<host>.xplane.pb``, where
     TensorBoard's profile plugin looks for it (``logdir``: e.g. ``run.dir / "train"``).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # here: `dpkit bench` imports summaries without TF
 
     batches = list(batches)
     if not batches:
