@@ -74,8 +74,8 @@ Its modules (written by tools/layout.py):
   registry reaped at exit, records, kills.
 * ``plumbing.contract`` (plumbing): what crosses the process boundary, written once: record
   kinds, environment variables, exit codes; parent and child both import it.
-* ``plumbing.tf_server`` (plumbing): a task's TF server in half a second (TensorFlow's C server
-  API loaded by path), tf.distribute.Server when that is not there.
+* ``plumbing.tf_server`` (plumbing): a task's TF server: tf.distribute.Server, started; a taken
+  port read as one.
 * ``plumbing.quota`` (plumbing): the cores and memory this process may really use: affinity cut
   by a container's CPU quota, the cgroup memory limit.
 * ``plumbing.checks`` (plumbing): argument checks every module shares (ranges, even splits);

@@ -12,6 +12,8 @@ loss and the step is the one a device holding the whole batch would take.
 
 from __future__ import annotations
 
+import tensorflow as tf
+
 from dpkit.plumbing import checks
 
 
@@ -28,8 +30,6 @@ def make_accumulating_steps(strategy, model, optimizer, loss_fn, micro_batch_siz
         ``(micro_step, apply_step, accumulators)``: the accumulators are sync-on-read
         variables, one per trainable variable, each replica holding its own sums.
     """
-    import tensorflow as tf
-
     micro_batch_size = checks.whole(micro_batch_size, "micro_batch_size", 1, "e.g. 48")
     k = checks.whole(k, "k", 1, "e.g. 4 micro-batches per step")
     variables = model.trainable_variables

@@ -40,7 +40,7 @@ DISPLAY |= {"lenet5": "LeNet-5", "cifar10_cnn": "CIFAR-10 CNN", "mnist_mlp": "MN
 def alexnet(input_size: int = 227, num_classes: int = 1000):
     """AlexNet as TensorFlow's ``tf_cnn_benchmarks`` built it: five convolutions (64, 192,
     384, 384, 256 filters), three max-pools and two 4096-wide dense layers, one tower."""
-    import keras
+    import keras  # here: lesson 09 imports cards without TF
     from keras import layers
 
     stack = [
@@ -69,7 +69,7 @@ def build(name: str):
     application, size, _ = PUBLISHED_MODELS[name]
     if application is None:
         return alexnet(size)
-    import keras
+    import keras  # here: lesson 09 imports cards without TF
 
     return getattr(keras.applications, application)(weights=None, input_shape=(size, size, 3))
 
@@ -89,7 +89,7 @@ def count(name: str) -> ModelCard:
     params, flops = models.count_params(model), float(models.flops_per_example(model))
     card = ModelCard(DISPLAY.get(name, name), params, flops, source=source)
     del model
-    import keras
+    import keras  # here: lesson 09 imports cards without TF
 
     keras.backend.clear_session()  # free the big models' variables
     return card

@@ -6,11 +6,12 @@ free loopback ports and gives you what TensorFlow asks for: the ``ClusterSpec``,
 cluster resolver for ``ParameterServerStrategy`` and the ``TF_CONFIG`` of any task.
 
 In ``"process"`` mode (the default) each task is a child process running the ``server``
-program (a TF server cannot be stopped in-process, a process can), up in about a second and
-killed on :meth:`LocalCluster.shutdown`, when the ``with`` block ends (even on an exception
-or an interrupt), at interpreter exit, and by itself when the parent dies; ``kill`` and
-``restart`` stop and restart one task for fault experiments. In ``"in_process"`` mode the
-servers live in this process (:mod:`dpkit.in_process`) and can never be stopped.
+program (a TF server cannot be stopped in-process, a process can), up once it has imported
+TensorFlow (about 5 s of one core per task), and killed on :meth:`LocalCluster.shutdown`,
+when the ``with`` block ends (even on an exception or an interrupt), at interpreter exit, and
+by itself when the parent dies; ``kill`` and ``restart`` stop and restart one task for fault
+experiments. In ``"in_process"`` mode the servers live in this process
+(:mod:`dpkit.in_process`) and can never be stopped.
 
 Every task is started with ``GRPC_FAIL_FAST=use_caller`` (unless the environment sets it),
 and this process gets it when the cluster starts (:data:`FAIL_FAST`).
@@ -28,6 +29,8 @@ import os
 import queue
 import time
 import warnings
+
+import tensorflow as tf
 
 from dpkit import in_process
 from dpkit.plumbing import checks, contract, procs, quota
@@ -144,8 +147,9 @@ class LocalCluster:
     a port of its own choosing. Use it when the process builds a second strategy on the same
     tasks (resuming after a ps restart): without it the restarted ps could not reach the
     coordinator (measured). ``host`` is where the tasks are reached (servers listen on all
-    interfaces anyway). A bad count, mode or timeout is a ``ValueError`` before anything
-    starts.
+    interfaces anyway). ``start_timeout`` bounds the start of the tasks, each of which imports
+    TensorFlow (a ps took over 30 s at load 10 on 2 cores: measured). A bad count, mode or
+    timeout is a ``ValueError`` before anything starts.
     """
 
     def __init__(
@@ -154,7 +158,7 @@ class LocalCluster:
         num_ps: int = 1,
         mode: str = "process",
         chief: bool = False,
-        start_timeout: float = 30.0,
+        start_timeout: float = 60.0,
         host: str = "127.0.0.1",
     ):
         example = "e.g. LocalCluster(num_workers=2, num_ps=1)"
@@ -168,7 +172,7 @@ class LocalCluster:
                 "each one is a server on this machine); use fewer workers or ps, e.g. "
                 "num_workers=2, num_ps=1."
             )
-        slow = "e.g. start_timeout=30 (more on a busy machine)"
+        slow = "e.g. start_timeout=60 (more on a busy machine)"
         timeout = checks.positive(start_timeout, "start_timeout", slow, "number of seconds")
         self.start_timeout = timeout
         self.chief = bool(chief)
@@ -209,16 +213,12 @@ class LocalCluster:
     @property
     def cluster_spec(self):
         """The ``tf.train.ClusterSpec`` of the cluster."""
-        import tensorflow as tf
-
         self._need_started()
         return tf.train.ClusterSpec(self.cluster)
 
     @property
     def resolver(self):
         """The resolver for ``ParameterServerStrategy``, naming ``chief:0`` if ``chief=True``."""
-        import tensorflow as tf
-
         extra = {"task_type": "chief", "task_id": 0} if self.chief else {}
         return tf.distribute.cluster_resolver.SimpleClusterResolver(
             self.cluster_spec, rpc_layer="grpc", **extra
@@ -351,9 +351,7 @@ class LocalCluster:
         """Check every task listens (within ``timeout``: a task down raises
         :class:`ClusterNotReadyError` instead of blocking for minutes), then build
         ``tf.distribute.ParameterServerStrategy`` with ``kwargs`` (``variable_partitioner``)."""
-        self.check(timeout)  # before importing TensorFlow: fail in a second, not minutes
-        import tensorflow as tf
-
+        self.check(timeout)  # before building the strategy: fail in a second, not minutes
         return tf.distribute.ParameterServerStrategy(self.resolver, **kwargs)
 
     def make_coordinator(self, strategy=None, timeout: float = 5.0):
@@ -361,8 +359,6 @@ class LocalCluster:
 
         :meth:`shutdown` stops its worker threads (TensorFlow has no public way to).
         """
-        import tensorflow as tf
-
         strategy = strategy or self.make_strategy(timeout)
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
         self._coordinators.append(coordinator)

@@ -16,6 +16,8 @@ eager TF2 code.
 
 from __future__ import annotations
 
+import tensorflow as tf
+
 from dpkit.plumbing import checks
 
 #: Op types that create variables; the device function sends them to the parameter device.
@@ -23,8 +25,6 @@ VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp", "AutoReloadVariable")
 
 
 def _layer(name, x, shape, init, conv, relu):
-    import tensorflow as tf
-
     v1 = tf.compat.v1
     with v1.variable_scope(name):
         if init is None:
@@ -46,8 +46,6 @@ def lenet5_tf1(images, weights=None, num_classes: int = 10):
     Glorot-uniform weights and zero biases). The variables are ``conv1/weights``,
     ``conv1/biases``, ... ``logits/biases``.
     """
-    import tensorflow as tf
-
     _, h, w, c = images.shape
     init = [None] * 4 if weights is None else [weights[i : i + 2] for i in range(0, 8, 2)]
     x = _layer("conv1", images, [5, 5, c, 32], init[0], conv=True, relu=True)
@@ -94,8 +92,6 @@ class TowerTrainer:
         ps_device: str = "/device:CPU:0",
         model_fn=None,
     ):
-        import tensorflow as tf
-
         from dpkit import gradients, towers
 
         devices = checks.device_list(devices)
@@ -168,8 +164,6 @@ def worker_graph(cluster: dict, index: int, model, learning_rate: float, sync: b
     update per round of ``replicas`` gradients; ``0``: one from each worker). Returns
     ``(global_step, loss, optimizer, train_op)``.
     """
-    import tensorflow as tf
-
     v1 = tf.compat.v1
     device = v1.train.replica_device_setter(
         worker_device=f"/job:worker/task:{index}", cluster=tf.train.ClusterSpec(cluster)

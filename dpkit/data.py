@@ -16,7 +16,9 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+import keras
 import numpy as np
+import tensorflow as tf
 
 from dpkit.plumbing import checks
 
@@ -121,7 +123,6 @@ def _from_keras(name: str, download: bool) -> Arrays:
             f"{url} on a machine with internet access and copy it to that path, or use the "
             "offline set: data.load('digits')."
         )
-    import keras
 
     loader = getattr(keras.datasets, module).load_data
     previous_timeout = socket.getdefaulttimeout()
@@ -177,8 +178,6 @@ def make_dataset(x, y, batch_size: int, *, shuffle=True, seed=0, repeat=False, d
     step-counted loops); ``drop_remainder`` drops a last, smaller batch so every batch has
     the same shape.
     """
-    import tensorflow as tf
-
     batch_size = checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     if len(x) != len(y):
         raise ValueError(f"x and y differ in length ({len(x)} vs {len(y)}); pass matching arrays.")
@@ -218,8 +217,6 @@ def synthetic(shape=(28, 28, 1), num_classes: int = 10, *, batch_size: int = 64,
     measured speed. ``shape`` is one example's, e.g. ``(32, 32, 3)``; labels are drawn from
     ``0..num_classes-1``.
     """
-    import tensorflow as tf
-
     batch_size = checks.whole(batch_size, "batch_size", 1, "e.g. batch_size=64")
     shape = checks.shape(shape, "shape")
     num_classes = checks.whole(num_classes, "num_classes", 2, "e.g. 10")

@@ -244,7 +244,7 @@ def setup(n: int, *, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> DeviceSetup:
             _restart_message(n, f"{_current.num_devices} {_current.device_type} device(s)")
         )
 
-    import tensorflow as tf  # late import: importing dpkit must not start TensorFlow
+    import tensorflow as tf  # here: `dpkit --help`, bench and report import devices without TF
 
     # TensorFlow's Python INFO lines (which devices a strategy uses, how it all-reduces) would
     # fill the lessons' outputs; warnings and errors still show.

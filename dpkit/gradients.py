@@ -48,7 +48,7 @@ def _sparse_mean(slices, fractions):
     tensor whose sum over repeated indices is the average. A linear update (SGD) sums the
     duplicates when it applies it; Adam does not (:func:`deduplicate`).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # here: calibrate (lesson 09) imports gradients without TF
 
     return tf.IndexedSlices(
         values=tf.concat([s.values * f for s, f in zip(slices, fractions)], axis=0),
@@ -77,7 +77,7 @@ def deduplicate(gradient):
 
 
 def _mean_of(grads, fractions, position: int, var_name: str):
-    import tensorflow as tf
+    import tensorflow as tf  # here: calibrate (lesson 09) imports gradients without TF
 
     present = [g is not None for g in grads]
     if not any(present):
@@ -156,7 +156,7 @@ def average_gradients(tower_grads, weights=None):
 
 def average_concat_mean(tower_grads):
     """The three-GPU tutorial's version: add a leading tower axis, concatenate, mean over it."""
-    import tensorflow as tf
+    import tensorflow as tf  # here: calibrate (lesson 09) imports gradients without TF
 
     return [
         tf.reduce_mean(tf.concat([tf.expand_dims(g, 0) for g in grads], axis=0), axis=0)
@@ -166,14 +166,14 @@ def average_concat_mean(tower_grads):
 
 def average_stack_mean(tower_grads):
     """``tf.stack`` does the expand_dims + concat in one op."""
-    import tensorflow as tf
+    import tensorflow as tf  # here: calibrate (lesson 09) imports gradients without TF
 
     return [tf.reduce_mean(tf.stack(grads), axis=0) for grads in zip(*tower_grads)]
 
 
 def average_add_n(tower_grads):
     """Sum with ``tf.add_n`` and divide: no (towers x ...) intermediate tensor."""
-    import tensorflow as tf
+    import tensorflow as tf  # here: calibrate (lesson 09) imports gradients without TF
 
     return [tf.add_n(list(grads)) / len(grads) for grads in zip(*tower_grads)]
 
@@ -192,7 +192,7 @@ def ring_all_reduce(tensors, devices):
     placed on ``devices[i]``.
     """
     import numpy as np
-    import tensorflow as tf
+    import tensorflow as tf  # here: calibrate (lesson 09) imports gradients without TF
 
     n = len(devices)
     if len(tensors) != n or n == 0:

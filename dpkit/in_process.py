@@ -26,8 +26,7 @@ def start_servers(cluster: dict, tasks: list, inter_op_threads: int) -> dict:
             "stopped; reuse it, restart the kernel, or use mode='process'."
         )
     _servers = {  # each a tf.distribute.Server
-        (job, index): tf_server.start_public(cluster, job, index, inter_op_threads)
-        for job, index in tasks
+        (job, index): tf_server.start(cluster, job, index, inter_op_threads) for job, index in tasks
     }
     return _servers
 

@@ -22,7 +22,7 @@ The shape of the cluster decides the *flavour* (all train softmax regression on 
   ``--sync-replicas`` adds ``SyncReplicasOptimizer``.
 
 :func:`parse` checks it all before TensorFlow is imported (a :class:`LaunchError` names the
-problem and the fix); the program :mod:`dpkit.programs.task` trains.
+problem and the fix; :func:`read` prints it); the program :mod:`dpkit.programs.task` trains.
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ import dataclasses
 import json
 import os
 import re
+import sys
 import textwrap
 
 from dpkit.plumbing import checks
+from dpkit.plumbing.contract import Exit
 
 JOBS = ("chief", "ps", "worker")
 PORT = 2222  # the port TensorFlow's examples and Kubeflow's TFJob use
@@ -359,6 +361,19 @@ def parse(
         except ValueError as error:
             raise LaunchError(str(error)) from None
     return task
+
+
+def read(argv: list[str], environ=None, *, prog: str = "python -m dpkit task") -> Task | int:
+    """:func:`parse`, or the exit code when there is no task to run: 0 after ``--help``, and
+    ``contract.Exit.USAGE`` after a :class:`LaunchError`, printed to stderr. The ``dpkit task``
+    command reads its task so, before it imports the program (and TensorFlow)."""
+    try:
+        return parse(argv, environ, prog=prog)
+    except LaunchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return Exit.USAGE
+    except SystemExit as done:  # --help
+        return done.code or 0
 
 
 def _from_tf_config(text: str, flag: _Spelling) -> tuple[str, int, dict]:

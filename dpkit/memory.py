@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import keras
+
 from dpkit.plumbing import checks
 
 #: bytes of one value, by dtype name
@@ -67,8 +69,6 @@ def activation_bytes(model, x) -> int:
     that returns its input tensor (``Dropout`` at rate 0, or outside training) is counted a
     second time, a reshape (``Flatten``) counts its input's bytes again, and what the backward
     pass really keeps is whatever each op's gradient needs, which this does not trace."""
-    import keras
-
     outputs = [layer.output for layer in model.layers]
     probe = keras.Model(model.inputs[0], outputs)
     return variable_bytes(probe(x, training=True))

@@ -18,6 +18,9 @@ the all-reduce moves, as Horovod's fp16 compression does.
 
 from __future__ import annotations
 
+import keras
+import tensorflow as tf
+
 from dpkit.plumbing import checks
 
 
@@ -41,9 +44,6 @@ def make_loss_scaled_step(strategy, model, optimizer, loss_fn, global_batch_size
     Raises:
         ValueError: the optimizer is not a LossScaleOptimizer.
     """
-    import keras
-    import tensorflow as tf
-
     if not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         raise ValueError(
             "optimizer must be a keras.optimizers.LossScaleOptimizer wrapping your optimizer."
@@ -76,8 +76,6 @@ def make_loss_scaled_step(strategy, model, optimizer, loss_fn, global_batch_size
 def all_reduce_in(dtype, tensors):
     """Sum ``tensors`` across replicas, sent as ``dtype`` (e.g. ``tf.bfloat16``), returned in
     their own dtype. Call it in a replica context (inside ``strategy.run``)."""
-    import tensorflow as tf
-
     context = tf.distribute.get_replica_context()
     if context is None:
         raise ValueError("all_reduce_in runs inside strategy.run, in a replica context.")

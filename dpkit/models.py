@@ -28,7 +28,7 @@ TRAINING_FLOPS_FACTOR = 3
 
 @functools.cache
 def _lrn_class():
-    import keras
+    import keras  # here: scaling and cards (lesson 09) import models without TF
     import tensorflow as tf
 
     class LocalResponseNorm(keras.layers.Layer):
@@ -53,7 +53,7 @@ def _lrn_class():
 def lenet5(input_shape=(28, 28, 1), num_classes: int = 10):
     """LeNet-5 as the sources use it (28x28 input; at least 4x4 for its two poolings), an
     uncompiled ``keras.Sequential`` producing logits."""
-    import keras
+    import keras  # here: scaling and cards (lesson 09) import models without TF
     from keras import layers
 
     shape = checks.shape(input_shape, "input_shape", 3, "(28, 28, 1)")
@@ -75,7 +75,7 @@ def lenet5(input_shape=(28, 28, 1), num_classes: int = 10):
 def cifar10_cnn(input_shape=(24, 24, 3), num_classes: int = 10):
     """The CIFAR-10 CNN of TensorFlow's multi-GPU tutorial (24x24 crops), an uncompiled
     ``keras.Sequential`` producing logits."""
-    import keras
+    import keras  # here: scaling and cards (lesson 09) import models without TF
     from keras import layers
 
     shape = checks.shape(input_shape, "input_shape", 3, "(24, 24, 3)")
@@ -104,7 +104,7 @@ def mnist_mlp(
     ``dropout`` is the fraction dropped while training (the seed keeps 0.9, i.e. drops 0.1).
     Returns an uncompiled ``keras.Sequential`` producing logits.
     """
-    import keras
+    import keras  # here: scaling and cards (lesson 09) import models without TF
     from keras import layers
 
     shape = checks.shape(input_shape, "input_shape")
@@ -136,7 +136,7 @@ def make_train_step(model, optimizer, device: str, *, loss_fn=None):
     """Lesson 01's step as a ``tf.function``: ``step(x, y)`` trains ``model`` (built on
     ``device``) on the whole batch there and returns its mean loss, ``loss_fn(labels, logits)``
     (default: cross-entropy from logits). The throughput runs' single-device baseline."""
-    import keras
+    import keras  # here: scaling and cards (lesson 09) import models without TF
     import tensorflow as tf
 
     loss_fn = loss_fn or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -166,7 +166,7 @@ def layer_flops(model) -> list[tuple[str, int]]:
     dropout are left out (well under 1% for these models). Returns
     ``[(layer name, flops), ...]`` in model order.
     """
-    import keras
+    import keras  # here: scaling and cards (lesson 09) import models without TF
 
     rows = []
     for layer in model.layers:

@@ -37,14 +37,16 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import keras
+import tensorflow as tf
+from keras import layers as kl
+
 from dpkit.plumbing import checks
 
 
 def tensor_bytes(tensors) -> list[int]:
     """The bytes of each tensor (or variable, Keras's too): its element count times its
     dtype's size."""
-    import tensorflow as tf
-
     sizes = []
     for t in tensors:
         count = tf.TensorShape(t.shape).num_elements()
@@ -86,9 +88,6 @@ def deep_mlp(width: int = 1024, layers: int = 6, num_classes: int = 10):
     """A stack of ``layers`` ReLU layers of ``width`` units on inputs of ``width`` values, then
     the logits: ``layers`` kernels of ``width * width`` floats, as many gradients of the same
     size, which packs can split (``benchmarks/overlap_packs.py``'s model)."""
-    import keras
-    from keras import layers as kl
-
     width = checks.whole(width, "width", 1, "e.g. width=1024")
     layers = checks.whole(layers, "layers", 1, "e.g. layers=6")
     stack = [keras.Input((width,))]
@@ -106,8 +105,6 @@ def make_exchange_step(
     keeps its own), and with a ``learning_rate`` takes a plain SGD step (``assign_sub``:
     variables made outside the strategy's scope, e.g. one per worker process under
     ``MultiWorkerMirroredStrategy``). Returns each replica's share of the loss."""
-    import tensorflow as tf
-
     global_batch = checks.whole(global_batch, "global_batch", 1, "e.g. global_batch=64")
     options = None
     if bytes_per_pack is not None:

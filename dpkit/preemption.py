@@ -24,27 +24,25 @@ import json
 import os
 import signal
 
+import keras
+import numpy as np
+
+from dpkit import softmax
 from dpkit.plumbing import checks, contract, procs
 
 # ----------------------------------------------------------------------------- fit
-
-
-def _callback_base():
-    import keras
-
-    return keras.callbacks.Callback
 
 
 class Crash(RuntimeError):
     """What :class:`CrashAfter` raises: the training process 'died' here."""
 
 
-def CrashAfter(steps: int):  # noqa: N802 -- a callback class, made when Keras is imported
+def CrashAfter(steps: int):  # noqa: N802 -- makes a callback of a class of its own
     """A Keras callback that raises :class:`Crash` at the end of the ``steps``-th training
     step of the ``fit`` it is given to (counted over every epoch)."""
     steps = checks.whole(steps, "steps", 1, "e.g. 6: crash after six steps")
 
-    class _CrashAfter(_callback_base()):
+    class _CrashAfter(keras.callbacks.Callback):
         def __init__(self):
             super().__init__()
             self.taken = 0
@@ -57,11 +55,11 @@ def CrashAfter(steps: int):  # noqa: N802 -- a callback class, made when Keras i
     return _CrashAfter()
 
 
-def StepLog():  # noqa: N802 -- a callback class, made when Keras is imported
+def StepLog():  # noqa: N802 -- makes a callback of a class of its own
     """A Keras callback whose ``taken`` lists the ``(epoch, batch)`` of every step ``fit``
     took, in order."""
 
-    class _StepLog(_callback_base()):
+    class _StepLog(keras.callbacks.Callback):
         def __init__(self):
             super().__init__()
             self.taken, self._epoch = [], None
@@ -98,8 +96,6 @@ def fit_crashed_and_resumed(
     ``fit`` a second model from ``make_model()`` (a restarted process) with a new callback on
     the same folder. ``fit_args`` (``epochs``, ``batch_size``, ...) go to both ``fit`` calls,
     with ``shuffle=False`` and ``verbose=0`` unless given."""
-    import keras
-
     if os.path.exists(backup_dir) and os.listdir(backup_dir):
         raise ValueError(
             f"backup_dir {backup_dir!r} is not empty: BackupAndRestore would restore what it "
@@ -145,8 +141,6 @@ class Job:
 
     def weights(self, worker: int = 0):
         """``(w, b)`` that ``worker`` saved at the end."""
-        import numpy as np
-
         saved = np.load(self.out[worker])
         return saved["w"], saved["b"]
 
@@ -181,10 +175,6 @@ def run_job(
             sigterm_after, "sigterm_after", 1, f"fewer than steps={steps}", maximum=steps - 2
         )  # the handler takes one more step before it saves: one must be left after that
     victim = checks.whole(victim, "victim", 0, "0 or 1", maximum=1)
-    import numpy as np
-
-    from dpkit import softmax
-
     os.makedirs(directory, exist_ok=True)
     workers = 2
     hosts = [f"127.0.0.1:{procs.free_port()}" for _ in range(workers)]

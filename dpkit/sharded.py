@@ -21,6 +21,8 @@ copy is part of the optimizer state it shards; here it is a duplicate.)
 
 from __future__ import annotations
 
+import tensorflow as tf
+
 from dpkit.plumbing import checks
 
 
@@ -34,15 +36,11 @@ def shard_sizes(num_values: int, num_shards: int) -> list[int]:
 
 def flatten(tensors):
     """One float vector of every value of ``tensors``, in order."""
-    import tensorflow as tf
-
     return tf.concat([tf.reshape(t, [-1]) for t in tensors], axis=0)
 
 
 def unflatten(vector, shapes) -> list:
     """Cut ``vector`` back into tensors of ``shapes`` (the inverse of :func:`flatten`)."""
-    import tensorflow as tf
-
     sizes = [int(tf.TensorShape(s).num_elements()) for s in shapes]
     if sum(sizes) != int(vector.shape[0]):
         raise ValueError(
@@ -55,8 +53,6 @@ def unflatten(vector, shapes) -> list:
 def reduce_scatter(vectors, devices, sizes) -> list:
     """Sum shard c of every vector on ``devices[c]``: returns N tensors, the c-th of
     ``sizes[c]`` values, placed on ``devices[c]``."""
-    import tensorflow as tf
-
     if not len(vectors) == len(devices) == len(sizes):
         raise ValueError(
             f"need one vector and one shard size per device: got {len(vectors)} vectors, "
@@ -73,8 +69,6 @@ def reduce_scatter(vectors, devices, sizes) -> list:
 def all_gather(shards, devices) -> list:
     """Every device's copy of the whole vector, shard c taken from ``shards[c]``: returns N
     vectors, the i-th placed on ``devices[i]``."""
-    import tensorflow as tf
-
     out = []
     for device in devices:
         with tf.device(device):
@@ -97,8 +91,6 @@ class ZeroOne:
     """
 
     def __init__(self, replicas, devices, make_optimizer):
-        import tensorflow as tf
-
         self.devices = checks.device_list(devices)
         if len(replicas) != len(self.devices):
             raise ValueError(f"need one replica per device: {len(replicas)} for {len(devices)}.")
@@ -118,8 +110,6 @@ class ZeroOne:
     def local_gradients(self, x, y, loss_fn) -> list:
         """Each replica's flattened gradients of its equal share of the batch ``x, y``,
         per-example losses (``loss_fn``, ``reduction=None``) summed over the global batch."""
-        import tensorflow as tf
-
         n, size = len(self.devices), int(x.shape[0])
         checks.divides(size, n, f"a batch of {size}", f"into {n} replicas")
         flats = []
@@ -135,8 +125,6 @@ class ZeroOne:
     def step(self, x, y, loss_fn) -> None:
         """One training step on the global batch ``x, y``: local gradients, reduce-scatter,
         each shard updated by its own device's optimizer, all-gather into every replica."""
-        import tensorflow as tf
-
         summed = reduce_scatter(self.local_gradients(x, y, loss_fn), self.devices, self.sizes)
         for device, shard, optimizer, grad in zip(
             self.devices, self.shards, self.optimizers, summed

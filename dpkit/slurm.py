@@ -115,7 +115,7 @@ def resolve(
     checks.whole(gpus_per_task, "gpus_per_task", 0)
     counts = parse_jobs(jobs, int(num_tasks))
 
-    import tensorflow as tf
+    import tensorflow as tf  # here: `dpkit task --slurm` checks its flags first
 
     # Without gpus_per_node the resolver runs nvidia-smi (missing on a CPU node); with 0 it
     # hands each task range(0, 0, 0) GPUs, a ValueError. One pretend GPU per task keeps one

@@ -9,6 +9,9 @@ and :func:`ps_step` (``ParameterServerStrategy``).
 
 from __future__ import annotations
 
+import numpy as np
+import tensorflow as tf
+
 
 def digits(seed: int = 0):
     """``(x_train, y_train, x_test, y_test)``: the digits, flattened (float32, int32)."""
@@ -36,8 +39,6 @@ def digits_batches(global_batch: int, steps: int, seed: int = 0):
 
 def softmax_init(features: int = 784, classes: int = 10, seed: int = 0):
     """Initial softmax-regression weights ``(w, b)``, the same in every process."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     w = rng.normal(0.0, 0.01, size=(features, classes)).astype(np.float32)
     return w, np.zeros(classes, np.float32)
@@ -52,7 +53,6 @@ def mirrored_step(strategy, w, b, learning_rate: float, global_batch: int, globa
     same update, the one a single device would make on the whole batch. ``global_step``
     (a variable), if given, counts the steps.
     """
-    import tensorflow as tf
 
     @tf.function
     def step(xb, yb):
@@ -81,7 +81,6 @@ def ps_step(strategy, w, b, learning_rate: float, global_step):
     schedules it (``coordinator.schedule(step, (iterator,))``). The mean loss of the batch
     is its own: the workers step asynchronously, each against the variables on the ps.
     """
-    import tensorflow as tf
 
     @tf.function
     def step(iterator):

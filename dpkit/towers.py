@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 
+import keras
 import numpy as np
+import tensorflow as tf
 
 from dpkit import gradients as _gradients
 from dpkit.plumbing import checks
@@ -58,8 +60,6 @@ def split_batch(x, y, num_towers: int, *, weighted: bool = False):
     ``weighted`` allows unequal shards; the weights then say how much each tower's gradients
     count (its share of the batch).
     """
-    import tensorflow as tf
-
     size = _batch_size(x)
     if _batch_size(y) != size:
         raise ValueError(
@@ -93,8 +93,6 @@ def tower_gradients(model, loss_fn, x, y, devices, *, weighted: bool = False):
     gradients in ``model.trainable_variables`` order, the loss, its weight, and the new
     values of the batch-norm statistics (empty lists for models without them).
     """
-    import tensorflow as tf
-
     devices = checks.device_list(devices)
     xs, ys, weights = split_batch(x, y, len(devices), weighted=weighted)
     stateful = bool(_float_state(model))
@@ -129,15 +127,11 @@ def variable_device(devices, where: str = "cpu") -> str:
 @contextlib.contextmanager
 def variables_on(devices, where: str = "cpu"):
     """Context manager: build the model inside it to put its variables on the CPU or device 0."""
-    import tensorflow as tf
-
     with tf.device(variable_device(devices, where)):
         yield
 
 
 def _same_device(a: str, b: str) -> bool:
-    import tensorflow as tf
-
     spec_a, spec_b = tf.DeviceSpec.from_string(a), tf.DeviceSpec.from_string(b)
     return (spec_a.device_type, spec_a.device_index) == (spec_b.device_type, spec_b.device_index)
 
@@ -164,9 +158,6 @@ def make_tower_train_step(
     Returns ``step(x, y) -> mean loss``, or ``-> (mean loss, vector of tower losses)`` with
     ``return_tower_losses`` (lesson 06 logs them).
     """
-    import keras
-    import tensorflow as tf
-
     devices = checks.device_list(devices)
     home = variable_device(devices, where_variables)
     stray = [v.path for v in model.variables if not _same_device(v.value.device, home)]
@@ -211,9 +202,6 @@ def make_mirrored_train_step(
     gradients, which the optimizer all-reduces first. The step returns the global batch's
     loss, or with ``global_loss=False`` each replica's share (no extra all-reduce across
     workers). The doctor and the throughput runs set it against the tower step."""
-    import keras
-    import tensorflow as tf
-
     global_batch = checks.whole(global_batch, "global_batch", 1, "e.g. global_batch=256")
     cross_entropy = keras.losses.SparseCategoricalCrossentropy
     per_example = loss_fn or cross_entropy(from_logits=True, reduction="none")
@@ -244,8 +232,6 @@ def make_parallel(fn, devices, **inputs):
     predictions); shared variables come from ``fn``'s closure. The inputs must share one
     batch size, divisible by the number of devices.
     """
-    import tensorflow as tf
-
     devices = checks.device_list(devices)
     if not inputs:
         raise ValueError("make_parallel needs at least one keyword input to split, e.g. x=images.")

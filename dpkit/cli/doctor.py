@@ -30,7 +30,9 @@ import sys
 import textwrap
 import time
 
+import keras
 import numpy as np
+import tensorflow as tf
 
 from dpkit import bench, checking, devices, gradients, models, towers
 from dpkit.plumbing import contract, quota
@@ -94,8 +96,6 @@ class Machine:
         if self._failed:  # say it once, above the checks
             raise RuntimeError(f"devices.setup({self.count}) failed (the reason is above)")
         if self._setup is None:
-            import tensorflow as tf
-
             self._failed = True
             self._setup = devices.setup(self.count, gpu_memory_mb=GPU_MEMORY_MB)
             self._failed = False
@@ -114,15 +114,11 @@ class Machine:
 
     def strategy(self):
         if self._strategy is None:
-            import tensorflow as tf
-
             self._strategy = tf.distribute.MirroredStrategy(self.names)
         return self._strategy
 
     def model(self):
         """The checks' model, with the same initial weights every time."""
-        import keras
-
         keras.utils.set_random_seed(0)
         return models.mnist_mlp(INPUT_SHAPE, 10, hidden_units=HIDDEN_UNITS, dropout=0.0)
 
@@ -149,9 +145,6 @@ def compare(what: str, got, want, where: str = "") -> tuple[str, str]:
 
 def check_towers(machine: Machine) -> tuple[str, str]:
     """a. The towers' averaged gradients against one big batch's, at the same weights."""
-    import keras
-    import tensorflow as tf
-
     devs, x, y = machine.names, machine.x, machine.y
     with towers.variables_on(devs, "cpu"):
         model = machine.model()
@@ -166,9 +159,6 @@ def check_towers(machine: Machine) -> tuple[str, str]:
 
 def check_mirrored(machine: Machine) -> tuple[str, str]:
     """b. One tower step against one ``MirroredStrategy`` step, same start, same batch."""
-    import keras
-    import tensorflow as tf
-
     devs, x, y = machine.names, machine.x, machine.y
     with towers.variables_on(devs, "cpu"):
         tower_model = machine.model()
@@ -217,8 +207,6 @@ def check_reduction(machine: Machine) -> tuple[str, str]:
 
 def check_memory(machine: Machine) -> tuple[str, str]:
     """d. Memory in use on each GPU after the steps of a and b."""
-    import tensorflow as tf
-
     setup = machine.setup()
     if setup.device_type != "GPU":
         return SKIPPED, "no GPU"
@@ -258,8 +246,6 @@ def check_throughput(machine: Machine, echo=print) -> tuple[str, str]:
 
 def build_lines(tf) -> list[str]:
     """The TensorFlow build, Python and the platform."""
-    import keras
-
     info = dict(tf.sysconfig.get_build_info())
     lines = [
         f"  TensorFlow {tf.__version__}, Keras {keras.__version__}, NumPy {np.__version__}",
@@ -319,7 +305,6 @@ def run(echo=print) -> int:
     """
     started = time.perf_counter()
     echo("dpkit doctor: a self-check of this machine (paste all of it into a bug report)")
-    import tensorflow as tf
 
     gpus = tf.config.list_physical_devices("GPU")  # does not start TensorFlow's runtime
     cuda_build = bool(dict(tf.sysconfig.get_build_info()).get("is_cuda_build"))

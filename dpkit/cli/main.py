@@ -123,7 +123,8 @@ def _devices(args: argparse.Namespace):
 
 
 def _bench(args: argparse.Namespace):
-    from dpkit import bench, devices, report, summaries
+    from dpkit import bench, devices, report
+    from dpkit.summaries.writers import runs_root
 
     if args.up_to is not None:
         devices.count(args.up_to, "--up-to", "e.g. --up-to 4")
@@ -149,7 +150,7 @@ def _bench(args: argparse.Namespace):
         steps = f"{first.warmup_steps} warm-up steps, then {first.windows} windows"
         what = f"{args.model}, {args.strategy}, {scaling} scaling, batch {batch}, devices {counts}"
         print(f"{what}; {steps} of {first.window_steps} steps", flush=True)
-        default = summaries.runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json")
+        default = runs_root() / "bench" / time.strftime("bench-%Y%m%d-%H%M%S.json")
         stem = args.out or str(default)
         interrupted = False
         try:
@@ -192,9 +193,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     prog = prog or program_name()
     if argv[:1] == ["task"]:  # its own parser: TF1-style --flags, TF_CONFIG, its exit codes
-        from dpkit.programs import task
+        from dpkit import launcher  # the flags read, --help or an error, before TensorFlow loads
 
-        returned = task.main(argv[1:], prog=f"{prog} task")
+        task = launcher.read(argv[1:], prog=f"{prog} task")
+        if isinstance(task, int):  # --help, or a bad flag (printed)
+            return int(task)
+        from dpkit.programs import task as program
+
+        returned = program.run(task)
         if own_process:  # as every dpkit program ends
             end_process(returned)
         return leaving(returned)[0]

@@ -24,7 +24,7 @@ import argparse
 import time
 
 from dpkit.plumbing import contract, procs
-from dpkit.programs import pinned, throughput
+from dpkit.programs import pinned
 
 #: All-reduces run back to back in one ``tf.function`` call (one trace serves every size).
 CHAIN = 4
@@ -59,7 +59,9 @@ def main(argv: list[str]) -> contract.ThroughBarrier:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     workers, index = pinned.join(args.core, args.threads)
-    import tensorflow as tf
+    import tensorflow as tf  # here: after pinning (TensorFlow sizes thread pools on import)
+
+    from dpkit.programs import throughput  # imports TensorFlow
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     pinned.ready(index, workers)

@@ -16,10 +16,16 @@ contender's set-up is. If ``fit`` fails before its first step, ``ContenderReady`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 
+import keras
+import tensorflow as tf
+
+from dpkit import data, devices, models
 from dpkit.plumbing import contract, procs
+from dpkit.programs import throughput
 
 #: Calls before the first timed round (tracing and first-step costs).
 WARMUP_CALLS = 3
@@ -41,12 +47,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--steps", type=int, required=True, help="timed steps per round")
     parser.add_argument("--rounds", type=int, required=True)
     args = parser.parse_args(argv)
-
-    import keras
-    import tensorflow as tf
-
-    from dpkit import data, devices, models
-    from dpkit.programs import throughput
 
     setup = devices.setup(args.devices)
     devs = list(setup.devices)
@@ -92,11 +92,6 @@ def main(argv: list[str]) -> int:
 
 def _fit(build, devs, dataset, args, calls_per_round: int, ready) -> int:
     """Keras ``fit`` under ``MirroredStrategy``, timed round by round from a callback."""
-    import dataclasses
-
-    import keras
-    import tensorflow as tf
-
     strategy = tf.distribute.MirroredStrategy(devs)
     with strategy.scope():
         model = build()

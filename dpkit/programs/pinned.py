@@ -46,7 +46,7 @@ def join(core: int, threads: int) -> tuple[int, int]:
     (:mod:`dpkit.programs.collective`) starts the same way."""
     if core >= 0:
         os.sched_setaffinity(0, {core})
-    import tensorflow as tf
+    import tensorflow as tf  # here: after pinning (TF sizes thread pools on import)
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     # collectives need a second inter-op thread next to the call that waits for them
@@ -57,7 +57,7 @@ def join(core: int, threads: int) -> tuple[int, int]:
 
 def ready(index: int, workers: int) -> None:
     """Write this worker's ``contract.WorkerReady``."""
-    import tensorflow as tf
+    import tensorflow as tf  # here: after pinning (TF sizes thread pools on import)
 
     procs.record(
         contract.WorkerReady(
@@ -69,7 +69,7 @@ def ready(index: int, workers: int) -> None:
 def exchange_step(strategy, variables):
     """A step that only all-reduces tensors the size of the gradients (the variables' values),
     with the strategy's options, and returns one number that needs every result."""
-    import tensorflow as tf
+    import tensorflow as tf  # here: after pinning (TF sizes thread pools on import)
 
     def replica():
         context = tf.distribute.get_replica_context()
@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     workers, index = join(args.core, args.threads)
-    import keras
+    import keras  # here: after pinning (TF sizes thread pools on import)
     import tensorflow as tf
 
     from dpkit import accumulation, data, overlap, towers

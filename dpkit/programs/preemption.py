@@ -35,6 +35,9 @@ import argparse
 import sys
 import time
 
+import numpy as np
+import tensorflow as tf
+
 from dpkit import softmax
 from dpkit.plumbing import contract, procs
 from dpkit.programs.workers import worker_share
@@ -61,8 +64,6 @@ def main(argv: list[str]) -> int | contract.ThroughBarrier:
     except ValueError as error:
         print(error, file=sys.stderr)
         return contract.Exit.USAGE
-    import numpy as np
-    import tensorflow as tf
 
     with np.load(args.data) as data:
         x, y = data["x"], data["y"]

@@ -17,8 +17,10 @@ import sys
 import threading
 import time
 
+import tensorflow as tf
+
 from dpkit import cluster, compat, launcher, softmax
-from dpkit.launcher import LaunchError, Task
+from dpkit.launcher import Task
 from dpkit.plumbing import contract, procs
 from dpkit.plumbing.contract import Exit
 from dpkit.programs import server, workers
@@ -146,8 +148,6 @@ class Flavour:
         self.log(f"step {step}/{self.task.train_steps} loss {loss:.4f} ({rate:.0f} steps/s)")
         self.log.record(contract.TaskProgress(step=step, loss=loss))
         if self.writer is not None:
-            import tensorflow as tf
-
             with self.writer.as_default():
                 tf.summary.scalar("loss", loss, step=step)
 
@@ -174,8 +174,6 @@ class Flavour:
     def variables(self, strategy, directory: str) -> float:
         """``w``, ``b`` and the global step in ``strategy``'s scope, and their checkpoints; the
         chief restores the newest one, if any. Returns 1.0 if it did, else 0.0."""
-        import tensorflow as tf
-
         w0, b0 = softmax.softmax_init(self.x.shape[1], 10, self.task.seed)
         with strategy.scope():
             self.w, self.b = tf.Variable(w0, name="w"), tf.Variable(b0, name="b")
@@ -223,8 +221,6 @@ class PSStrategy(Flavour):
     """The chief of a ``ParameterServerStrategy`` cluster; the workers and ps serve."""
 
     def begin(self, stack: contextlib.ExitStack) -> int:
-        import tensorflow as tf
-
         task = self.task
         resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
             tf.train.ClusterSpec(task.cluster), task_type="chief", task_id=0, rpc_layer="grpc"
@@ -268,7 +264,6 @@ class Mirrored(Flavour):
     def begin(self, stack: contextlib.ExitStack) -> int:
         task = self.task
         os.environ["TF_CONFIG"] = task.tf_config()
-        import tensorflow as tf
 
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         members = ["chief:0"] if task.cluster.get("chief") else []
@@ -294,8 +289,6 @@ class Mirrored(Flavour):
         return step
 
     def advance(self, step: int) -> tuple[int, float]:
-        import tensorflow as tf
-
         xb, yb = next(self.batches)
         loss = self.step_fn(tf.constant(xb[self.mine]), tf.constant(yb[self.mine]))
         return step + 1, float(loss)
@@ -313,8 +306,6 @@ class TF1(Flavour):
     step = 0  # the last global step seen
 
     def begin(self, stack: contextlib.ExitStack) -> int:
-        import tensorflow as tf
-
         v1, task = tf.compat.v1, self.task
         v1.disable_eager_execution()
         tf.get_logger().setLevel("ERROR")  # the TF1 APIs' deprecation notices: known, and noisy
@@ -392,8 +383,6 @@ class TF1(Flavour):
 
     def end(self, step: int, loss: float) -> None:
         if self.task.is_chief:  # the session saved a last checkpoint as it closed
-            import tensorflow as tf
-
             saved = tf.train.load_checkpoint(self.task.logdir).get_tensor
             self.finish(int(saved("global_step")), saved("w"), saved("b"), loss)
         else:
@@ -442,11 +431,5 @@ def main(
     argv: list[str], environ=None, prog: str = "python -m dpkit task"
 ) -> int | contract.ThroughBarrier:
     """``python -m dpkit task ARGS``: 0 done, 1 failed or stalled, 2 bad flags (``--help``: 0)."""
-    try:
-        task = launcher.parse(argv, environ, prog=prog)
-    except LaunchError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return Exit.USAGE
-    except SystemExit as done:  # --help
-        return done.code or 0
-    return run(task)
+    task = launcher.read(argv, environ, prog=prog)
+    return task if isinstance(task, int) else run(task)

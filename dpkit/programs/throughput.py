@@ -19,7 +19,10 @@ import math
 import sys
 import time
 
-from dpkit import report
+import keras
+import tensorflow as tf
+
+from dpkit import data, devices, meter, models, report, towers
 from dpkit.plumbing import checks, contract, procs
 
 
@@ -29,8 +32,6 @@ def matmul_peak(device: str, size: int | None = None, seconds: float = 1.0) -> f
     A large matmul is about the fastest work a device does, so it stands for the peak
     that model FLOPs utilisation is measured against.
     """
-    import tensorflow as tf
-
     size = size or (4096 if "GPU" in device.upper() else 1024)
     with tf.device(device):
         a = tf.random.stateless_uniform((size, size), seed=(1, 2))
@@ -66,11 +67,6 @@ def make_step(strategy, build, devices, dataset, *, global_batch, lr=0.01, steps
     from the iterator itself (the idea behind Keras' ``steps_per_execution``), so Python
     dispatches one call per ``steps_per_call`` steps.
     """
-    import keras
-    import tensorflow as tf
-
-    from dpkit import models, towers
-
     checks.whole(steps_per_call, "steps_per_call", 1, "e.g. steps_per_call=10")
     checks.one_of(strategy, report.STRATEGIES, "strategy")
     devs = list(devices)
@@ -104,10 +100,6 @@ def make_step(strategy, build, devices, dataset, *, global_batch, lr=0.01, steps
 
 def run(config: report.Config) -> int:
     """Train ``config`` and write its records; return the exit code."""
-    import keras
-
-    from dpkit import data, devices, meter, models
-
     setup = devices.setup(config.devices)
     devs = list(setup.devices)
     keras.utils.set_random_seed(config.seed)

@@ -17,6 +17,9 @@ import sys
 import threading
 import time
 
+import numpy as np
+import tensorflow as tf
+
 from dpkit import compat, softmax
 from dpkit.plumbing import checks, contract, procs
 
@@ -27,7 +30,6 @@ def share_from_chief(strategy, restored: float, w, b, global_step) -> None:
     """Give every ``MultiWorkerMirroredStrategy`` worker the chief's ``w``, ``b`` and
     ``global_step`` if the chief restored them from a checkpoint (``restored`` is 1.0 there,
     0.0 elsewhere): one all-reduce of a sum, to which the others add zeros."""
-    import tensorflow as tf
 
     @tf.function
     def share(flag):
@@ -54,8 +56,7 @@ def tf1_session(master: str, index: int, chief: bool, hooks: list, threads: int 
     0.5 s, not every 30 s (``WorkerSessionCreator``'s default; the book chapter's
     ``Supervisor`` was given ``recovery_wait_secs=1`` for the same reason).
     """
-    import tensorflow as tf
-    from tensorflow.python.training import session_manager
+    from tensorflow.python.training import session_manager  # private: only this session's
 
     v1 = tf.compat.v1
     filters = ["/job:ps", f"/job:worker/task:{index}"]
@@ -100,15 +101,11 @@ def quiet_closed_queue_runners() -> None:
 
 def accuracy(w, b, x, y) -> float:
     """Test accuracy of softmax regression ``(w, b)`` on ``(x, y)``, in NumPy."""
-    import numpy as np
-
     return float(np.mean(np.argmax(x @ w + b, axis=1) == y))
 
 
 def batches(x, y, batch: int, seed: int):
     """Endless shuffled batches (a new permutation each epoch)."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     while True:
         order = rng.permutation(len(x))
@@ -153,8 +150,6 @@ def mwms_main(argv: list[str]) -> int | contract.ThroughBarrier:
     except ValueError as error:
         print(error, file=sys.stderr)
         return contract.Exit.USAGE
-    import numpy as np
-    import tensorflow as tf
 
     x, y = softmax.digits_batches(batch, args.steps, args.seed)
     mine = slice(index * per_worker, (index + 1) * per_worker)
@@ -191,7 +186,6 @@ def tf1_main(argv: list[str]) -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--sync", action="store_true", help="use SyncReplicasOptimizer")
     args = parser.parse_args(argv)
-    import tensorflow as tf
 
     v1 = tf.compat.v1
     v1.disable_eager_execution()

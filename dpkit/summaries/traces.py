@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tensorflow as tf
+
 
 def trace_graph(fn, *args, writer, name: str = "step_graph", step: int = 0, **kwargs):
     """Call a ``tf.function`` once and export its graph, as placed on the devices; return what
@@ -20,8 +22,6 @@ def trace_graph(fn, *args, writer, name: str = "step_graph", step: int = 0, **kw
     (TensorBoard's Graphs tab shows it; ``summaries.read`` then :func:`placement` list its
     ops per device).
     """
-    import tensorflow as tf
-
     if not hasattr(fn, "get_concrete_function"):
         raise ValueError(
             f"trace_graph records the graph of a tf.function, and {fn!r} is not one; "
@@ -86,8 +86,6 @@ def profile_steps(step_fn, batches, logdir) -> Path:
     Returns the trace file's path, ``logdir/plugins/profile/<date>/<host>.xplane.pb``, where
     TensorBoard's profile plugin looks for it (``logdir``: e.g. ``run.dir / "train"``).
     """
-    import tensorflow as tf
-
     batches = list(batches)
     if not batches:
         raise ValueError("profile_steps needs at least one batch to run.")

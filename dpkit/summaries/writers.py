@@ -67,7 +67,7 @@ class Run:
         TensorBoard shows every sub-folder as a run of its own; the same tag written by
         two writers becomes two curves in one chart.
         """
-        import tensorflow as tf
+        import tensorflow as tf  # here: `dpkit bench` imports summaries without TF
 
         name = _check_name(name, "a writer name", "train")
         if name not in self._writers:
@@ -139,7 +139,7 @@ def open_run(experiment: str, name: str | None = None, *, root=None, writers=("t
 
 
 def _require_writer(what: str) -> None:
-    import tensorflow as tf
+    import tensorflow as tf  # here: `dpkit bench` imports summaries without TF
 
     if tf.executing_eagerly() and not bool(tf.summary.should_record_summaries()):
         raise RuntimeError(
@@ -171,7 +171,7 @@ def variable_summaries(var, *, name: str | None = None, step=None, buckets: int 
     ``tf.summary.experimental.get_step()``; ``buckets`` are the histogram's (TensorBoard's
     default is 30). Returns the four statistics as a dict of tensors.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # here: `dpkit bench` imports summaries without TF
 
     _require_writer("variable_summaries")
     scope = _scope_name(var, name)
@@ -195,7 +195,7 @@ def tower_scalars(tower_losses, loss=None, *, step=None, name: str = "loss"):
     the average. ``loss`` is the average the optimizer followed (weighted by shard size when
     the shards differ); by default the plain mean of ``tower_losses``.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # here: `dpkit bench` imports summaries without TF
 
     _require_writer("tower_scalars")
     losses = tf.unstack(tf.reshape(tf.cast(tower_losses, tf.float32), [-1]))

@@ -92,17 +92,26 @@ def test_a_failed_run_exits_1_and_ctrl_c_130(monkeypatch, capsys):
     assert cli.main(["devices", "-n", "2"], prog="dpkit") == 130
 
 
-def test_task_hands_every_argument_to_the_task_program(monkeypatch):
+def test_task_reads_its_flags_then_hands_the_task_to_the_task_program(monkeypatch, capsys):
     import dpkit.programs
 
     calls = []
     fake = types.ModuleType("dpkit.programs.task")
-    fake.main = lambda argv, environ=None, prog="": calls.append((argv, prog)) or 7
+    fake.run = lambda task: calls.append(task) or 7
     monkeypatch.setitem(sys.modules, "dpkit.programs.task", fake)
     monkeypatch.setattr(dpkit.programs, "task", fake, raising=False)
-    argv = ["--job_name=worker", "--task_index=1", "--help"]
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    argv = ["--job_name=worker", "--task_index=1", "--worker_hosts=a:2222,b:2222"]
     assert cli.main(["task", *argv], prog="dpkit") == 7
-    assert calls == [(argv, "dpkit task")]
+    assert [(t.job, t.index, t.cluster) for t in calls] == [
+        ("worker", 1, {"worker": ["a:2222", "b:2222"]})
+    ]
+    # --help and a bad flag end before the program: its help, or the error and exit code 2
+    assert cli.main(["task", *argv, "--help"], prog="dpkit") == 0
+    assert "usage: dpkit task" in capsys.readouterr().out
+    assert cli.main(["task", "--job_name=worker", "--task_index=3", "--worker_hosts=a:1"]) == 2
+    assert "task index 3 is out of range" in capsys.readouterr().err
+    assert len(calls) == 1
 
 
 def test_version_prints_the_package_version(capsys):
