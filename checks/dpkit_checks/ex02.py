@@ -6,10 +6,11 @@ One function per check cell of exercises/02_*.ipynb:
   and tower counts, and the refusal of batches that do not divide (its message must name the
   nearest sizes that work);
 * :func:`check_uneven_towers`: towers on batches that do not divide, for 1 to 4 towers,
-  against one device on the whole batch; what ran where is read from the model's calls.
+  against one device on the whole batch; what ran where is read from the model's calls, on
+  devices given in an order of the check's (:func:`reordered`).
 
-:class:`Recorder`, :func:`run_answer`, :func:`mean_loss_gradient` and :func:`ratio` serve
-exercise 03's step check too.
+:class:`Recorder`, :func:`run_answer`, :func:`reordered`, :func:`mean_loss_gradient` and
+:func:`ratio` serve exercise 03's step check too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ REFUSED = "your code calls dpkit's"
 #: (towers, batch size) of check 2 and exercise 03's step: batches that do not divide, one
 #: that does, a tower of one example, and one tower alone.
 CASES = ((1, 7), (2, 9), (3, 10), (4, 11), (4, 5), (3, 12))
+
+
+def reordered(devices) -> list:
+    """The devices a check hands the towers: the notebook's, last first. The process's
+    logical devices are fixed once TensorFlow starts, so their order is what a check can
+    vary: tower i's device is then not device i (CPU:3, CPU:2, ... on four), and a name typed
+    in (f"/cpu:{i}"), the notebook's ``setup.devices[i]`` or no ``tf.device`` at all puts a
+    tower where the check does not ask for it."""
+    return list(devices)[::-1]
 
 
 def run_answer(fn, *args, what: str):
@@ -192,6 +202,25 @@ class Recorder:
         return getattr(self.model, name)
 
 
+def _misplaced(ran: list, wanted: list) -> str:
+    """What towers that ran on ``ran`` (as many as ``wanted``) most likely did wrong."""
+    if ran == [(want[0], k) for k, want in enumerate(wanted)]:
+        return (
+            "tower i ran on device number i, but the devices given come in another order "
+            "(here the last first): run tower i under tf.device(devices[i]), the argument as "
+            "given, not a name typed in (f'/cpu:{i}'), not the notebook's setup.devices, not "
+            "the list sorted, and not without tf.device"
+        )
+    if len(ran) > 1 and len(set(ran)) == 1:
+        return f"every tower ran on {ran[0]}: run tower i under tf.device(devices[i]), its own"
+    if sorted(ran) == sorted(wanted):
+        return (
+            "the right devices in another order (sorted, or reversed?): tower i runs on "
+            "devices[i], in the order the list gives"
+        )
+    return "run tower i under tf.device(devices[i])"
+
+
 def assert_towers(recorder: Recorder, x, devices, what: str) -> None:
     """Call k of the model ran on devices[k], forward and backward, on the k-th of shards in
     order that hold every example once and differ in size by at most one."""
@@ -205,8 +234,8 @@ def assert_towers(recorder: Recorder, x, devices, what: str) -> None:
     )
     ran = [device for _, device, _ in recorder.calls]
     wanted = [where(d) for d in devices]
-    assert ran == wanted, (
-        f"{what}: the towers ran on {ran}, not on {wanted}: run tower i under tf.device(devices[i])"
+    assert ran == wanted, f"{what}: the towers ran on {ran}, not on {wanted}: " + _misplaced(
+        ran, wanted
     )
     seen = [examples for _, _, examples in recorder.calls]
     if all(s is not None for s in seen):
@@ -290,7 +319,8 @@ def ratio(mine, ref) -> float:
 
 def check_uneven_towers(tower_gradients, model, x, y, devices) -> str:
     """Check 2: ``tower_gradients(model, per_example_loss, x, y, devices)`` for 1, 2, 3 and 4
-    towers (as many as ``devices`` has) on batches of 5 to 12 that mostly do not divide.
+    towers (as many as ``devices`` has) on batches of 5 to 12 that mostly do not divide; the
+    towers get the first n of ``devices`` last first (:func:`reordered`).
 
     The reference is the gradient of the mean loss of the whole batch, on one device. The
     model is wrapped so that the check sees what ran: one call per tower, tower i on
@@ -301,7 +331,7 @@ def check_uneven_towers(tower_gradients, model, x, y, devices) -> str:
 
     from dpkit import checking
 
-    devices = list(devices)
+    devices = reordered(devices)
     tried = []
     for n, batch in CASES:
         if n > len(devices):

@@ -12,7 +12,7 @@ One function per check cell of exercises/03_*.ipynb:
 
 from __future__ import annotations
 
-from dpkit_checks.ex02 import Recorder, assert_towers, run_answer
+from dpkit_checks.ex02 import Recorder, assert_towers, reordered, run_answer
 
 #: (towers, batch size) of check 2: one batch that divides, partial batches that do not, and
 #: one larger than the notebook's GLOBAL_BATCH_SIZE of 32 (so a cap such as min(batch, 32)
@@ -150,14 +150,16 @@ def check_tower_step(fixed_tower_step, model, x, y, devices) -> str:
     towers on partial batches of 10, 7 and 5, and 3 towers on 44 examples (as many towers as
     ``devices`` has; batches no larger than ``x``), then a second step on a batch of 12.
     Each case starts from a copy of ``model``; the reference is a copy trained on one device
-    with the batch's mean loss. The model is wrapped to see what ran: tower i on
-    ``devices[i]``, forward (with ``training=True``) and backward, on the i-th of even shards
-    in order; a wrong step's message names the likely mistake (a scale, a plain mean)."""
+    with the batch's mean loss. The towers get the first n of ``devices`` last first
+    (``ex02.reordered``: device i is not CPU:i). The model is wrapped to see what ran: tower
+    i on the i-th device given, forward (with ``training=True``) and backward, on the i-th
+    of even shards in order; a wrong step's message names the likely mistake (a scale, a
+    plain mean)."""
     import keras
 
     from dpkit import checking
 
-    devices, tried = list(devices), []
+    devices, tried = reordered(devices), []
     for n, batch in STEP_CASES:
         if n > len(devices) or batch > len(x):
             continue

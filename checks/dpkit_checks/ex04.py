@@ -180,14 +180,15 @@ STEPS = 2  # on full global batches, then one on the short batch
 
 def _model(start, seen=None):
     """The check's model at weights ``start``; its first layer, the identity, appends to
-    ``seen`` each time it runs whether it ran in a replica (inside ``strategy.run``)."""
+    ``seen`` each time it runs whether it ran in a replica (inside ``strategy.run``) and the
+    ``training`` flag it was called with (the model has no Dropout for the weights to show it)."""
     import keras
     import tensorflow as tf
 
     class Where(keras.layers.Layer):
-        def call(self, x):
+        def call(self, x, training=None):
             replica = tf.distribute.has_strategy() and not tf.distribute.in_cross_replica_context()
-            (seen if seen is not None else []).append(replica)
+            (seen if seen is not None else []).append((replica, training))
             return x
 
     l2 = keras.regularizers.L2(L2_RATE)
@@ -383,7 +384,8 @@ def check_train_step(make_train_step, devices) -> str:
     the whole global batch with its mean cross-entropy plus the L2 terms once (on the short
     batch, the summed cross-entropy over the global batch, as compute_average_loss gives,
     or over the examples present); the weights after each step and the returned loss must
-    agree with it (``checking.agree``), and the model must run inside ``strategy.run``.
+    agree with it (``checking.agree``), and the model must run inside ``strategy.run``, with
+    ``training=True`` (recorded by its first layer).
     dpkit's own mirrored and accumulating steps are switched off.
     """
     from dpkit import accumulation, towers
@@ -441,11 +443,18 @@ def _check_replicas(make_train_step, strategy, shares, short, seed: int) -> None
         seen.clear()
         with _reported(where, "train_step"):
             loss = train_step(_distribute(strategy, x, cut), _distribute(strategy, y, cut))
-        if not all(seen):
+        if not all(replica for replica, _ in seen):
             raise AssertionError(
                 f"{where}, your step ran the model outside strategy.run, in one place on the "
                 "whole batch: call it only in the replica function, strategy.run(replica_step, "
                 "args=(x, y)), so that each replica computes on its own share"
+            )
+        modes = {training for _, training in seen} - {True}
+        if modes:
+            raise AssertionError(
+                f"{where}, your step called the model with training={modes.pop()!r}: a training "
+                "step calls model(x, training=True), or Dropout and BatchNormalization act as "
+                "at inference"
             )
         after = model.get_weights()
         agreed = [checking.agree(after, w, what="weights vs one device") for w, _, _ in wants]

@@ -13,6 +13,7 @@ import copy
 import json
 import math
 import os
+import re
 
 import numpy as np
 
@@ -31,6 +32,10 @@ CLUSTERS = {
         "ps": [f"host{k}:3000" for k in (5, 2, 4, 3)],
     },
 }
+
+
+#: The job names a message may mention: those of TensorFlow's clusters.
+_JOBS = ("chief", "ps", "worker", "evaluator")
 
 
 def _read_back(text):
@@ -98,7 +103,8 @@ def check_tf_config(make_tf_config) -> str:
     without a chief and ps, 1 to 4 tasks a job) and asks ``TFConfigClusterResolver``, the
     parser every strategy uses, what it reads; then asks for tasks past either end of each
     job and for jobs a cluster lacks, which must raise ValueError naming the valid range or
-    the jobs there are. ``TF_CONFIG`` is left as it was found.
+    the jobs there are (and no other job: a list typed in names jobs of another cluster).
+    ``TF_CONFIG`` is left as it was found.
     """
     before = os.environ.get("TF_CONFIG")
     try:
@@ -140,6 +146,16 @@ def check_tf_config(make_tf_config) -> str:
             assert not unnamed, (
                 f"the error for a job the cluster lacks should name the jobs it has "
                 f"({', '.join(cluster)}); yours says: {error}"
+            )
+            strangers = [
+                name
+                for name in _JOBS
+                if name not in (job, *cluster) and re.search(rf"\b{name}\b", error)
+            ]
+            assert not strangers, (
+                f"the error for {job!r}, a job the cluster lacks, also names {strangers}, "
+                f"which this cluster does not have either (it has {', '.join(cluster)}): name "
+                f"the jobs of cluster_dict, not a list typed in; yours says: {error}"
             )
     return "Check 1 passed: every task of 3 clusters, and the jobs and indexes they lack"
 
@@ -280,10 +296,13 @@ def check_shard_shapes(shard_shapes) -> str:
         assert isinstance(yours, (list, tuple)), (
             f"{call}: return a list of shard shapes, not a {type(yours).__name__}"
         )
-        try:
-            shapes = [tuple(s) for s in yours]
-        except TypeError:
-            raise AssertionError(f"{call}: {yours!r}: each shard's shape is a tuple") from None
+        lists = [s for s in yours if not isinstance(s, tuple)]
+        assert not lists, (
+            f"{call}: {yours!r}: a shard's shape is a {type(lists[0]).__name__}, not a tuple: "
+            "return each shape as a tuple, as the task asks (compared with a tuple, a list is "
+            "never equal: [3, 64] != (3, 64))"
+        )
+        shapes = list(yours)
         odd = [d for s in shapes for d in s if isinstance(d, bool) or not hasattr(d, "__index__")]
         assert not odd, f"{call}: {yours!r}: a shape holds whole numbers, not {odd[0]!r}"
         rows = [s[0] for s in shapes if s]

@@ -226,9 +226,10 @@ def check_two_workers(dataset_fn, replica_step, devices=None, timeout: float = 3
     """``dataset_fn`` and ``replica_step`` as two ``MultiWorkerMirroredStrategy`` workers.
 
     Rehearses 2 and 3 workers as replicas of a ``MirroredStrategy`` over ``devices`` (3
-    needed; by default TensorFlow's logical devices) in this process first, then, for an
-    answer that passes, runs two worker processes. Reference: plain SGD on one device over
-    the global batches, in float64 NumPy. The machinery, and what it varies:
+    needed; by default TensorFlow's logical devices) in this process first, on models of 4
+    and 5 classes, with a last step in unequal shares and the ``training`` flag recorded,
+    then, for an answer that passes, runs two worker processes. Reference: plain SGD on one
+    device over the global batches, in float64 NumPy. The machinery, and what it varies:
     :func:`dpkit_checks.workers.check_two_workers`.
     """
     from dpkit_checks import workers

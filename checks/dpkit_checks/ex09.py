@@ -127,7 +127,9 @@ STEP_CASES = [
     (0.28, 16, 102e6, 3.125e9, 5e-6, 0.5),  # half hidden, under the backward pass
     (0.02, 4, 247e6, 6e9, 10e-6, 1.0),  # all may hide, but the backward pass is shorter
     (0.4156, 8, 553e6, 20e9, 5e-6, 0.25),
-    (0.1, 3, 4.1e6, 470e6, 957e-6, 0.75),  # the capped case again, latency large
+    # capped again, below full overlap (0.75 of the exchange is more than the backward pass),
+    # latency large: an overlap applied after the cap shows here only
+    (0.012, 3, 4.1e6, 470e6, 957e-6, 0.75),
 ]
 
 
@@ -141,6 +143,11 @@ def _step_suspects(c, n, m, b, a, o):
             "only, at most 2/3 of the compute",
         ),
         (c + e - min(o * e, c), "the cap is the whole compute; the backward pass is 2/3 of it"),
+        (
+            c + e - o * min(e, BACKWARD * c),
+            "the overlap multiplies what is left after the cap; it takes its share of the "
+            "exchange first, and the backward pass caps that: min(overlap * exchange, 2/3 compute)",
+        ),
         (
             c + e - min((1 - o) * e, BACKWARD * c),
             "overlap is the share that hides, not the share left exposed",
@@ -166,8 +173,9 @@ def check_predict_step(predict_step) -> str:
 
     Varies the device count (1: the compute alone, and an efficiency of 1), the overlap
     (the default, 0.25 to 1), a compute short enough that the backward pass caps what can
-    hide, the bytes, bandwidth and latency. The reference is the step written out here:
-    ``compute + ring - min(overlap * ring, 2/3 compute)``, efficiency ``compute / step``.
+    hide (at overlaps of 1 and 0.75), the bytes, bandwidth and latency. The reference is the
+    step written out here: ``compute + ring - min(overlap * ring, 2/3 compute)``, efficiency
+    ``compute / step``.
     """
     for c, n, m, b, a, o in STEP_CASES:
         overlap = 0.0 if o is None else o

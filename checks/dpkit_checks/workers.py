@@ -4,11 +4,13 @@ Starting two worker processes costs two TensorFlow imports; most wrong answers a
 on two replicas of a ``MirroredStrategy`` in this process, so the check rehearses there first
 and starts the workers only for an answer that passes the rehearsal.
 
-The rehearsal runs the same source the workers would (the learner's two functions, written to
-a file with ``tf``, ``np`` and ``keras`` imported), as 2 and then 3 workers of one replica each:
-``dataset_fn`` is called with each worker's ``InputContext`` and each replica is fed its
-worker's batches. Two or three workers in one process are still not two processes: what only
-a cluster shows (a step applied on the chief only, read from the cluster resolver) is left to
+The rehearsal runs the same source the workers would (the learner's two functions, written
+to a file with ``tf``, ``np`` and ``keras`` imported), as 2 and then 3 workers of one
+replica each: ``dataset_fn`` is called with each worker's ``InputContext`` and each replica
+is fed its worker's batches, then a last global batch in unequal shares; it varies the class
+count and records the ``training`` flag, which nothing in a softmax regression's weights
+would show. Two or three workers in one process are still not two processes: what only a
+cluster shows (a step applied on the chief only, read from the cluster resolver) is left to
 the worker processes, ``python -m dpkit_checks.workers SPEC`` (:func:`_worker`).
 """
 
@@ -29,12 +31,18 @@ from dpkit import checking
 from dpkit.plumbing import procs
 from dpkit_checks import mirrored
 
-_FEATURES, _CLASSES = 5, 3
+#: features, and classes of the worker processes' model (the notebook's demo has 3)
+_FEATURES, _CLASSES = 5, 4
 #: per-worker batch (odd on purpose), steps and learning rate; the two-worker run's global
 #: batch is 2 * _PER_WORKER, the rehearsal's 2 and 3 times it
 _PER_WORKER, _STEPS, _LR = 5, 4, 0.5
 _BATCH = 2 * _PER_WORKER
 _REHEARSED = (2, 3)  # workers rehearsed in this process: 3 catches a '2 workers' typed in
+#: {workers rehearsed: the classes of their model}: a class count typed in fits one at most
+_CLASSES_OF = {2: _CLASSES, 3: 5}
+#: {workers rehearsed: the replicas' unequal shares of the global batch of a last step, fed
+#: without dataset_fn}: a replica's own batch times the replicas is then not the global batch
+_SHARES = {2: (7, 3), 3: (2, 8, 5)}
 _ULPS = 1024  # float32 SGD over a few steps against float64: a few rounding steps more
 
 
@@ -52,23 +60,24 @@ def _source(function, what: str) -> tuple[str, str]:
     return function.__name__, source
 
 
-def _problem() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Examples ``x`` (float32, enough for every run) with labels from a random linear rule;
-    starting ``w``, ``b``."""
-    rng = np.random.default_rng(8)
-    rows = max(_REHEARSED) * _PER_WORKER * _STEPS
+def _problem(classes: int = _CLASSES) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Examples ``x`` (float32, enough for every run) with labels of ``classes`` classes from a
+    random linear rule; starting ``w``, ``b``."""
+    rng = np.random.default_rng(8 + classes)
+    rows = max(_REHEARSED) * _PER_WORKER * (_STEPS + 1)
     x = rng.normal(size=(rows, _FEATURES)).astype(np.float32)
-    y = np.argmax(x @ rng.normal(size=(_FEATURES, _CLASSES)), axis=1).astype(np.int32)
-    w = rng.normal(0, 0.3, size=(_FEATURES, _CLASSES)).astype(np.float32)
-    b = rng.normal(0, 0.1, size=_CLASSES).astype(np.float32)
+    y = np.argmax(x @ rng.normal(size=(_FEATURES, classes)), axis=1).astype(np.int32)
+    w = rng.normal(0, 0.3, size=(_FEATURES, classes)).astype(np.float32)
+    b = rng.normal(0, 0.1, size=classes).astype(np.float32)
     return x, y, w, b
 
 
-def _sgd(x, y, w, b, batch: int, lr: float, steps: int, take=None, losses=None):
+def _sgd(x, y, w, b, batch: int, lr: float, steps: int, take=None, losses=None, weights=None):
     """Plain SGD on the mean softmax cross-entropy, in float64: one device, batches in order.
 
     ``take(k)`` gives the indices of step k's batch (default: global batch k); each step's
-    mean loss, before its update, is appended to ``losses`` if given."""
+    mean loss, before its update, is appended to ``losses`` if given; ``weights`` (one per
+    example of a batch) replace the mean's 1 / batch."""
     w, b = w.astype(np.float64), b.astype(np.float64)
     for k in range(steps):
         rows = np.arange(k * batch, (k + 1) * batch) if take is None else take(k)
@@ -78,8 +87,9 @@ def _sgd(x, y, w, b, batch: int, lr: float, steps: int, take=None, losses=None):
         p /= p.sum(axis=1, keepdims=True)
         if losses is not None:
             losses.append(-np.mean(np.log(p[np.arange(len(yb)), yb])))
-        p[np.arange(len(yb)), yb] -= 1  # d(mean loss)/d(logits), times the batch size
-        w, b = w - lr * xb.T @ p / len(yb), b - lr * p.mean(axis=0)
+        p[np.arange(len(yb)), yb] -= 1  # d(loss)/d(logits), each example's, unweighted
+        p *= (np.full(len(yb), 1 / len(yb)) if weights is None else np.asarray(weights))[:, None]
+        w, b = w - lr * xb.T @ p, b - lr * p.sum(axis=0)
     return [w, b]
 
 
@@ -131,6 +141,12 @@ def _rehearsal_failure(error: Exception, workers: int) -> AssertionError | None:
         )
     elif "compute_average_loss" in text or "per_example_loss" in text:
         hint = _RANK
+    elif re.search(rf"\d, ?{_CLASSES_OF[workers]}\b", text):  # a shape (batch, classes)
+        hint = (
+            f"the check's model has {_CLASSES_OF[workers]} classes here, not the demo's 3: take "
+            "the labels as they are (sparse_categorical_crossentropy) or the class count from "
+            "the logits (logits.shape[-1]), not a count typed in or read from the labels"
+        )
     else:
         return None
     return AssertionError(
@@ -147,24 +163,37 @@ def _answer(folder: str):
     return answer
 
 
-def _model(strategy, w, b):
-    """The softmax-regression model and plain SGD, in ``strategy``'s scope, from ``w``, ``b``."""
+def _model(strategy, w, b, seen=None):
+    """The softmax-regression model (as many classes as ``b``) and plain SGD, in ``strategy``'s
+    scope, from ``w``, ``b``; given a list ``seen``, its first layer appends to it the
+    ``training`` flag of each call (traced), which nothing else in this model would show."""
     import keras
 
+    class Watch(keras.layers.Layer):
+        def call(self, inputs, training=None):
+            seen.append(training)
+            return inputs
+
+    watch = [] if seen is None else [Watch()]
     with strategy.scope():
-        model = keras.Sequential([keras.Input((_FEATURES,)), keras.layers.Dense(_CLASSES)])
+        model = keras.Sequential([keras.Input((_FEATURES,)), *watch, keras.layers.Dense(len(b))])
         optimizer = keras.optimizers.SGD(_LR)
     model.set_weights([w, b])
+    if seen is not None:
+        seen.clear()  # the calls that built the model
     return model, optimizer
 
 
-def _rehearse(answer, names, workers: int, x, y, w0, b0):
-    """``workers`` workers of one replica each, in this process: each replica's final weights,
-    and each step's losses returned by the replicas, summed (None if they return nothing)."""
+def _rehearse(answer, names, workers: int, x, y, w0, b0, seen: list):
+    """``workers`` workers of one replica each, in this process: each replica's weights after
+    the steps on ``dataset_fn``'s batches, each step's losses returned by the replicas, summed
+    (None if they return nothing), and a function that takes one more step, on the next
+    global batch cut into the unequal shares of :data:`_SHARES`, and returns the weights and
+    the loss after it. The model's calls append their training flags to ``seen``."""
     import tensorflow as tf
 
     strategy = mirrored(names[:workers])
-    model, optimizer = _model(strategy, w0, b0)
+    model, optimizer = _model(strategy, w0, b0, seen)
     batch = workers * _PER_WORKER
     iterators = [
         iter(answer.dataset_fn(tf.distribute.InputContext(workers, i, workers), x, y, batch))
@@ -178,19 +207,27 @@ def _rehearse(answer, names, workers: int, x, y, w0, b0):
         )
         return None if out is None else strategy.reduce("SUM", out, axis=None)
 
-    losses = []
-    for _ in range(_STEPS):
-        mine = [next(iterator) for iterator in iterators]  # worker i's batch: replica i's
+    def weights():
+        parts = [strategy.experimental_local_results(v.value) for v in model.trainable_variables]
+        return [[np.asarray(part[i]) for part in parts] for i in range(workers)]
+
+    def feed(mine):  # mine[i]: replica i's (x, y)
         xb, yb = (
             strategy.experimental_distribute_values_from_function(
-                lambda context, mine=mine, part=part: mine[context.replica_id_in_sync_group][part]
+                lambda context, part=part: mine[context.replica_id_in_sync_group][part]
             )
             for part in (0, 1)
         )
         loss = step(xb, yb)
-        losses.append(None if loss is None else np.asarray(loss, dtype=np.float64))
-    parts = [strategy.experimental_local_results(v.value) for v in model.trainable_variables]
-    return [[np.asarray(part[i]) for part in parts] for i in range(workers)], losses
+        return None if loss is None else np.asarray(loss, dtype=np.float64)
+
+    def uneven():
+        cuts = _STEPS * batch + np.cumsum((0, *_SHARES[workers]))
+        loss = feed([(tf.constant(x[a:z]), tf.constant(y[a:z])) for a, z in zip(cuts, cuts[1:])])
+        return weights(), loss
+
+    losses = [feed([next(iterator) for iterator in iterators]) for _ in range(_STEPS)]
+    return weights(), losses, uneven
 
 
 def _verdict(finals, x, y, w0, b0, workers: int, where: str) -> None:
@@ -280,6 +317,42 @@ def _returned(losses, x, y, w0, b0, workers: int, where: str) -> None:
     )
 
 
+def _uneven(uneven, before, x, y, workers: int, where: str) -> None:
+    """Raise unless ``uneven()``, the step on unequal shares (:data:`_SHARES`), takes worker
+    0's weights ``before`` where one device's step on that global batch takes them, and the
+    losses the replicas return add up to its mean loss."""
+    shares, batch = _SHARES[workers], workers * _PER_WORKER
+    rows = np.arange(_STEPS * batch, (_STEPS + 1) * batch)
+    expected: list = []
+    want = _sgd(x, y, *before, batch, _LR, 1, take=lambda k: rows, losses=expected)
+    where += f"a last step with the replicas taking {list(shares)} of a global batch of {batch}: "
+    try:
+        after, loss = uneven()
+    except Exception as error:
+        said = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+        raise AssertionError(f"{where}your code failed: {said}") from None
+    got = checking.agree(after[0], want, what=f"{where}the weights vs one device's", ulps=_ULPS)
+    if not got:
+        own = np.repeat([1 / (share * workers) for share in shares], shares)
+        mistake = _sgd(x, y, *before, batch, _LR, 1, take=lambda k: rows, weights=own)
+        raise AssertionError(
+            f"{got}: each replica divided its summed loss by its own batch times the replicas "
+            "(compute_average_loss without global_batch_size, or len(x) * num_replicas_in_sync), "
+            "which is the global batch only when every replica gets as many examples: pass "
+            "global_batch_size=global_batch"
+            if checking.agree(after[0], mistake, ulps=_ULPS)
+            else f"{got}: divide each replica's summed per-example losses by global_batch, "
+            "whatever its share of the batch"
+        )
+    got = checking.agree(
+        loss, expected[0], what=f"{where}the losses returned, summed, vs one device's", ulps=_ULPS
+    )
+    assert got, (
+        f"{got}: return the loss you took the gradients of (compute_average_loss's), each "
+        "replica's share of the global batch's mean"
+    )
+
+
 def _devices(devices) -> list[str]:
     """The device names the rehearsal runs on: ``devices``, or TensorFlow's logical devices."""
     import tensorflow as tf
@@ -302,23 +375,25 @@ def check_two_workers(dataset_fn, replica_step, devices=None, timeout: float = 3
 
     First a rehearsal in this process (:func:`_rehearse`): 2, then 3 workers of one replica
     each as a ``MirroredStrategy`` over ``devices`` (default: TensorFlow's logical devices;
-    3 are needed). An answer that fails it fails here, before any process starts. Then two
-    worker processes on localhost (``TF_CONFIG`` for each; this module is their program).
-    Each builds a softmax-regression Keras model and plain SGD in the strategy's scope, from
-    the same starting weights, reads its input from ``dataset_fn`` through
-    ``distribute_datasets_from_function`` and runs ``replica_step(model, optimizer, x, y,
-    global_batch)`` under ``strategy.run`` for a few steps, with global batches the notebook
-    does not use (5 examples per worker). Reference, in both: plain SGD on one device over
-    the global batches, in float64 NumPy; and each other. A miss is named by the same SGD
-    gone wrong that it matches (the step times the workers, or times 3/2 on 3 workers, both
-    workers on the same examples, no step).
+    3 are needed), on models of 4 and 5 classes (not the demo's 3), then one more step whose
+    global batch the replicas share unequally (:data:`_SHARES`); the model's first layer
+    records the ``training`` flag it is called with. An answer that fails it fails here,
+    before any process starts. Then two worker processes on localhost (``TF_CONFIG`` for
+    each; this module is their program). Each builds a softmax-regression Keras model and
+    plain SGD in the strategy's scope, from the same starting weights, reads its input from
+    ``dataset_fn`` through ``distribute_datasets_from_function`` and runs
+    ``replica_step(model, optimizer, x, y, global_batch)`` under ``strategy.run`` for a few
+    steps, with global batches the notebook does not use (5 examples per worker). Reference,
+    in both: plain SGD on one device over the global batches, in float64 NumPy; and each
+    other. A miss is named by the same SGD gone wrong that it matches (the step times the
+    workers, or times 3/2 on 3 workers, both workers on the same examples, no step, a
+    replica's loss divided by its own share times the replicas).
     """
     sources = {
         what: _source(f, what)
         for what, f in [("dataset_fn", dataset_fn), ("replica_step", replica_step)]
     }
     names = _devices(devices)
-    x, y, w0, b0 = _problem()
     with tempfile.TemporaryDirectory(prefix="dpkit-ex08-") as work:
         with open(os.path.join(work, "answer.py"), "w") as f:  # a file: autograph reads it
             f.write("import keras\nimport numpy as np\nimport tensorflow as tf\n\n\n")
@@ -326,10 +401,13 @@ def check_two_workers(dataset_fn, replica_step, devices=None, timeout: float = 3
             f.write(f"\n\ndataset_fn = {sources['dataset_fn'][0]}\n")
             f.write(f"replica_step = {sources['replica_step'][0]}\n")
         answer = _answer(work)
+        unequal = []  # after both rehearsals, so that their equal shares say what they can
         for workers in _REHEARSED:
             where = f"rehearsed as {workers} workers in this process: "
+            x, y, w0, b0 = _problem(_CLASSES_OF[workers])
+            seen: list = []
             try:
-                finals, losses = _rehearse(answer, names, workers, x, y, w0, b0)
+                equal, losses, uneven = _rehearse(answer, names, workers, x, y, w0, b0, seen)
             except AssertionError:
                 raise
             except Exception as error:
@@ -337,8 +415,18 @@ def check_two_workers(dataset_fn, replica_step, devices=None, timeout: float = 3
                 if failure is None:
                     break  # the worker processes will say what they make of it
                 raise failure from None
-            _verdict(finals, x, y, w0, b0, workers, where)
+            modes = set(seen) - {True}
+            assert not modes, (
+                f"{where}your replica_step called the model with training={modes.pop()!r}: a "
+                "training step calls model(x, training=True), or Dropout and BatchNormalization "
+                "act as at inference (this model has neither: its weights would not show it)"
+            )
+            _verdict(equal, x, y, w0, b0, workers, where)
             _returned(losses, x, y, w0, b0, workers, where)
+            unequal.append((uneven, equal[0], x, y, workers, where))
+        for case in unequal:
+            _uneven(*case)
+        x, y, w0, b0 = _problem()
         finals = _two_processes(work, x, y, w0, b0, timeout)
     _verdict(finals, x, y, w0, b0, 2, "")
     return "Check 2b passed"

@@ -21,11 +21,13 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
         def global_mean(per_example, global_batch_size, l2_terms):
             return tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
 
-        def answer(loss=global_mean, l2=tf.nn.scale_regularization_loss, reduce="SUM"):
+        def answer(
+            loss=global_mean, l2=tf.nn.scale_regularization_loss, reduce="SUM", training=True
+        ):
             def make_train_step(strategy, model, optimizer, global_batch_size):
                 def replica_step(x, y):
                     with tf.GradientTape() as tape:
-                        per_example = per_example_loss(y, model(x, training=True))
+                        per_example = per_example_loss(y, model(x, training=training))
                         total = loss(per_example, global_batch_size, model.losses)
                         total += l2(model.losses)
                     grads = tape.gradient(total, model.trainable_variables)
@@ -69,6 +71,7 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
                 answer(loss=lambda p, g, r: global_mean(p + tf.add_n(r), g, r), l2=lambda r: 0.0)
             ),
             "one device": outcome(one_device),
+            "no training flag": outcome(answer(training=None)),
         }))
         """
     )
@@ -81,3 +84,4 @@ def test_the_step_check_passes_the_right_step_and_names_wrong_ones():
     assert "step 3 (the epoch's last batch, short" in out["l2 per example"]
     assert "add the L2 terms once, apart from them" in out["l2 per example"]
     assert "your step ran the model outside strategy.run" in out["one device"]
+    assert "step 1, your step called the model with training=None" in out["no training flag"]

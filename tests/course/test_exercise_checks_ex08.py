@@ -35,6 +35,25 @@ def replica_step(model, optimizer, x, y, global_batch):
     return loss
 
 
+def own_share(model, optimizer, x, y, global_batch):
+    with tf.GradientTape() as tape:
+        logits = model(x, training=True)
+        per_example = keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
+        loss = tf.nn.compute_average_loss(per_example)  # its share times the replicas
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+def no_training_flag(model, optimizer, x, y, global_batch):
+    with tf.GradientTape() as tape:
+        per_example = keras.losses.sparse_categorical_crossentropy(y, model(x), from_logits=True)
+        loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
 def worker_mean(model, optimizer, x, y, global_batch):
     with tf.GradientTape() as tape:
         logits = model(x, training=True)
@@ -97,6 +116,8 @@ CASES = {
     "replica 0 only": ("dataset_fn", "replica_zero", False, r"inside control flow"),
     "own gradients": ("dataset_fn", "own_gradients", False, r"worker 1's weights vs worker 0's"),
     "chief only": ("dataset_fn", "chief_only", True, r"collectives did not match.*chief only"),
+    "own share": ("dataset_fn", "own_share", False, r"taking \[7, 3\].*own batch times the"),
+    "no training flag": ("dataset_fn", "no_training_flag", False, r"with training=None"),
 }
 
 

@@ -199,6 +199,29 @@ def test_towers_on_the_wrong_device_or_backward_elsewhere_fail():
     )
 
 
+def test_towers_on_devices_given_out_of_order_name_the_mistake():
+    """The checks give the devices last first: towers on device number i, on the devices
+    sorted, or all on one device are each told what they did."""
+    x = np.arange(6)
+    devices = ex02.reordered(["/device:CPU:0", "/device:CPU:1", "/device:CPU:2"])
+    assert devices == ["/device:CPU:2", "/device:CPU:1", "/device:CPU:0"]
+    cpu = [("CPU", k) for k in range(3)]
+    shards = [(2, x[:2]), (2, x[2:4]), (2, x[4:])]
+
+    def ran(*where):
+        calls = [(size, cpu[k], part) for (size, part), k in zip(shards, where)]
+        return _filled(calls, {i: cpu[k] for i, k in enumerate(where)})
+
+    for where, message in [
+        ((0, 1, 2), r"tower i ran on device number i, .*not a name typed in \(f'/cpu:\{i\}'\)"),
+        ((1, 2, 0), r"the right devices in another order"),
+        ((2, 2, 2), r"every tower ran on \('CPU', 2\)"),
+    ]:
+        with pytest.raises(AssertionError, match=message):
+            ex02.assert_towers(ran(*where), x, devices, "here")
+    ex02.assert_towers(ran(2, 1, 0), x, devices, "")
+
+
 def test_towers_traced_by_tf_function_are_seen_where_they_ran(small):
     """A traced op without a device request runs where the function is called: the check
     runs functions eagerly, so the recorder sees that device, not an empty request."""

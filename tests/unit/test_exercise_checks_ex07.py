@@ -11,14 +11,16 @@ import pytest
 from dpkit_checks import ex07
 
 
-def tf_config(check_index=True, key="index", sort=False, mutate=False):
+def tf_config(check_index=True, key="index", sort=False, mutate=False, jobs=None):
     def make_tf_config(cluster_dict, task_type, index):
         if sort:  # each job's addresses sorted: the index no longer names the same address
             cluster_dict = {job: sorted(addresses) for job, addresses in cluster_dict.items()}
         if mutate:
             cluster_dict.setdefault("evaluator", [])
         if task_type not in cluster_dict:
-            raise ValueError(f"no job {task_type!r}; the cluster has {sorted(cluster_dict)}")
+            raise ValueError(
+                f"no job {task_type!r}; the cluster has {jobs or sorted(cluster_dict)}"
+            )
         size = len(cluster_dict[task_type])
         if check_index and not 0 <= index < size:
             raise ValueError(f"{task_type} index must be 0 to {size - 1}, got {index}")
@@ -41,6 +43,10 @@ def test_tf_config_right_and_environment_kept(monkeypatch):
         (lambda c, t, i: {"cluster": c, "task": {"type": t, "index": i}}, r"return JSON text"),
         (tf_config(sort=True), r"a task's index is its place in its job's list"),
         (tf_config(mutate=True), r"changed the cluster_dict it was given, to .*'evaluator': \[\]"),
+        (  # names every job the clusters have, and some this one lacks
+            tf_config(jobs="chief, ps or worker"),
+            r"the error for 'evaluator', a job the cluster lacks, also names \['chief', 'ps'\]",
+        ),
     ],
 )
 def test_tf_config_wrong(answer, message):
@@ -81,7 +87,7 @@ def test_predict_ps_wrong(answer, message):
         ex07.check_predict_ps(answer)
 
 
-def shards(rounding=math.ceil, longer_first=True, bytes_each=None):
+def shards(rounding=math.ceil, longer_first=True, bytes_each=None, kind=tuple):
     def shard_shapes(shape, dtype, min_shard_bytes, max_shards):
         import numpy as np
 
@@ -90,7 +96,7 @@ def shards(rounding=math.ceil, longer_first=True, bytes_each=None):
         count = max(1, min(rows, max_shards, rounding(size / min_shard_bytes)))
         base, extra = divmod(rows, count)
         longer = range(extra) if longer_first else range(count - extra, count)
-        return [(base + (k in longer), *shape[1:]) for k in range(count)]
+        return [kind((base + (k in longer), *shape[1:])) for k in range(count)]
 
     return shard_shapes
 
@@ -105,6 +111,10 @@ def test_shard_shapes_right():
         (shards(rounding=math.floor), r"3 shard\(s\), TensorFlow cuts 4: .*rounds that up"),
         (shards(longer_first=False), r"the longer shards come first"),
         (shards(bytes_each=4), r"\(10, 3\), 'float64', 48, 4\): 3 shard\(s\), TensorFlow cuts 4"),
+        (
+            shards(kind=list),
+            r"\[\[500, 64\], \[500, 64\]\]: a shard's shape is a list, not a tuple",
+        ),
     ],
 )
 def test_shard_shapes_wrong(answer, message):

@@ -153,6 +153,26 @@ def test_the_two_worker_reference_is_keras_sgd_on_one_device():
     assert not moved, "the reference should move the weights far from where they started"
 
 
+def test_the_rehearsal_varies_what_the_notebook_fixes():
+    """Its models' classes are not the demo's 3 and differ between the rehearsals; its
+    unequal shares fill the global batch, so that a replica's own batch times the replicas
+    is not the global batch; and the reference of that step tells the two apart."""
+    import numpy as np
+
+    classes = [workers._CLASSES_OF[n] for n in workers._REHEARSED]
+    assert 3 not in classes and len(set(classes)) == len(classes)
+    for n, shares in workers._SHARES.items():
+        assert len(shares) == n and sum(shares) == n * workers._PER_WORKER
+        assert len(set(shares)) > 1
+    x, y, w, b = workers._problem(5)
+    assert w.shape == (workers._FEATURES, 5) and b.shape == (5,) and 0 <= y.min() <= y.max() < 5
+    plain = workers._sgd(x, y, w, b, 10, workers._LR, 1)
+    mean = workers._sgd(x, y, w, b, 10, workers._LR, 1, weights=np.full(10, 0.1))
+    assert checking.agree(mean, plain)
+    own = np.repeat([1 / (7 * 2), 1 / (3 * 2)], [7, 3])
+    assert not checking.agree(workers._sgd(x, y, w, b, 10, workers._LR, 1, weights=own), plain)
+
+
 def test_a_failed_worker_is_told_what_to_look_at():
     from dpkit.plumbing import procs
 

@@ -89,6 +89,10 @@ def _step(hidden, efficiency=lambda c, s, n: c / s):
             r"8 device\(s\).*that is the speed-up",
         ),
         (_step(lambda o, e, c: 0.0), r"overlap 0\.5: step .*: the overlap is ignored"),
+        (  # right wherever the overlap is 1 or the cap does not bind
+            _step(lambda o, e, c: o * min(e, 2 * c / 3)),
+            r"compute 12 ms.*overlap 0\.75: .*the overlap multiplies what is left after the cap",
+        ),
     ],
 )
 def test_a_wrong_step_fails_saying_why(answer, message):

@@ -196,7 +196,8 @@ WRONG: list[Wrong] = [
         "no tf.device",
         _towers(device='"/device:CPU:0"'),
         check="2",
-        expect=r"2 tower\(s\) on a batch of 9: the towers ran on \[\('CPU', 0\), \('CPU', 0\)\]",
+        expect=r"1 tower\(s\) on a batch of 7: the towers ran on \[\('CPU', 0\)\], not on "
+        r"\[\('CPU', 3\)\]: .*and not without tf.device",
     ),
     Wrong(
         2,
@@ -222,7 +223,7 @@ WRONG: list[Wrong] = [
             "    grads = tape.gradient(loss, model.trainable_variables)\n",
         ),
         check="2",
-        expect=r"tower 1 ran forward on \('CPU', 1\), but its backward pass ran on \('CPU', 0\)",
+        expect=r"tower 0 ran forward on \('CPU', 3\), but its backward pass ran on \('CPU', 0\)",
     ),
     Wrong(
         2,
@@ -240,7 +241,8 @@ WRONG: list[Wrong] = [
         return tape.gradient(total, model.trainable_variables)
         """,
         check="2",
-        expect=r"2 tower\(s\) on a batch of 9: the model ran on batches of \[9\]",
+        expect=r"1 tower\(s\) on a batch of 7: the towers ran on \[\('CPU', 0\)\], not on "
+        r"\[\('CPU', 3\)\]",
     ),
     Wrong(
         2,
@@ -311,7 +313,8 @@ WRONG: list[Wrong] = [
         "the towers on the devices in reverse",
         _towers(device="devices[len(devices) - 1 - i]"),
         check="2",
-        expect=r"2 tower\(s\) on a batch of 9: the towers ran on \[\('CPU', 1\), \('CPU', 0\)\]",
+        expect=r"2 tower\(s\) on a batch of 9: the towers ran on \[\('CPU', 2\), \('CPU', 3\)\], "
+        r"not on \[\('CPU', 3\), \('CPU', 2\)\]: the right devices in another order",
     ),
     Wrong(
         2,
@@ -416,6 +419,43 @@ WRONG: list[Wrong] = [
             "    with tf.device(devices[i]):\n",
         ),
         check="2",
-        expect=r"2 tower\(s\) on a batch of 9: tower 1's loss ran on \('CPU', 0\), not on",
+        expect=r"1 tower\(s\) on a batch of 7: tower 0's loss ran on \('CPU', 0\), not on its "
+        r"device \('CPU', 3\)",
+    ),
+    # issue 46: the check gives the devices last first, so device i is not CPU:i
+    Wrong(
+        2,
+        "a device name typed in, f'/cpu:{i}'",
+        _towers(device='f"/cpu:{i}"'),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: the towers ran on \[\('CPU', 0\)\], not on "
+        r"\[\('CPU', 3\)\]: tower i ran on device number i, but the devices given come in "
+        r"another order",
+    ),
+    Wrong(
+        2,
+        "the notebook's setup.devices[i], not the argument's",
+        _towers(device="setup.devices[i]"),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: the towers ran on \[\('CPU', 0\)\], not on "
+        r"\[\('CPU', 3\)\]: tower i ran on device number i, but the devices given come in "
+        r"another order",
+    ),
+    Wrong(
+        2,
+        "TensorFlow's logical devices in order",
+        _towers(device='tf.config.list_logical_devices("CPU")[i].name'),
+        check="2",
+        expect=r"1 tower\(s\) on a batch of 7: the towers ran on \[\('CPU', 0\)\], not on "
+        r"\[\('CPU', 3\)\]: tower i ran on device number i, but the devices given come in "
+        r"another order",
+    ),
+    Wrong(
+        2,
+        "the devices sorted",
+        _towers(device="sorted(devices)[i]"),
+        check="2",
+        expect=r"2 tower\(s\) on a batch of 9: the towers ran on \[\('CPU', 2\), \('CPU', 3\)\], "
+        r"not on \[\('CPU', 3\), \('CPU', 2\)\]: the right devices in another order",
     ),
 ]

@@ -216,7 +216,8 @@ WRONG: list[Wrong] = [
         "every tower on the first device",
         _step(devices="[devices[0]] * len(devices)"),
         check="2",
-        expect=r"the towers ran on \[\('CPU', 0\), \('CPU', 0\), \('CPU', 0\), \('CPU', 0\)\]",
+        expect=r"the towers ran on \[\('CPU', 3\), \('CPU', 3\), \('CPU', 3\), \('CPU', 3\)\], "
+        r".*every tower ran on \('CPU', 3\)",
     ),
     Wrong(
         2,
@@ -237,7 +238,7 @@ WRONG: list[Wrong] = [
             "    tower_grads.append(tape.gradient(loss, model.trainable_variables))\n",
         ),
         check="2",
-        expect=r"tower 1 ran forward on \('CPU', 1\), but its backward pass ran on \('CPU', 0\)",
+        expect=r"tower 0 ran forward on \('CPU', 3\), but its backward pass ran on \('CPU', 0\)",
     ),
     Wrong(
         2,
@@ -277,7 +278,8 @@ WRONG: list[Wrong] = [
         "the notebook's devices, not the argument",
         _step(devices="setup.devices").replace("len(devices)", "len(setup.devices)"),
         check="2",
-        expect=r"3 tower\(s\) on a batch of 10: the model ran on batches of \[3, 3, 2, 2\]",
+        expect=r"4 tower\(s\) on a batch of 32: the towers ran on \[\('CPU', 0\), \('CPU', 1\), "
+        r"\('CPU', 2\), \('CPU', 3\)\], .*: tower i ran on device number i",
     ),
     Wrong(
         2,
@@ -384,5 +386,30 @@ WRONG: list[Wrong] = [
         _step().replace("model(xi, training=True)", "model(xi)"),
         check="2",
         expect=r"4 tower\(s\) on a batch of 32: tower 0 called the model with training=None",
+    ),
+    # issue 46: the check gives the devices last first, so device i is not CPU:i
+    Wrong(
+        2,
+        "a device name typed in, f'/cpu:{i}'",
+        _step(devices='[f"/cpu:{i}" for i in range(len(devices))]'),
+        check="2",
+        expect=r"4 tower\(s\) on a batch of 32: the towers ran on \[\('CPU', 0\), \('CPU', 1\), "
+        r"\('CPU', 2\), \('CPU', 3\)\], not on \[\('CPU', 3\), .*: tower i ran on device number i",
+    ),
+    Wrong(
+        2,
+        "the notebook's setup.devices, as many as given",
+        _step(devices="setup.devices[: len(devices)]"),
+        check="2",
+        expect=r"4 tower\(s\) on a batch of 32: the towers ran on \[\('CPU', 0\), \('CPU', 1\), "
+        r"\('CPU', 2\), \('CPU', 3\)\], not on \[\('CPU', 3\), .*: tower i ran on device number i",
+    ),
+    Wrong(
+        2,
+        "the devices sorted",
+        _step(devices="sorted(devices)"),
+        check="2",
+        expect=r"4 tower\(s\) on a batch of 32: .*: tower i ran on device number i, .*not the list "
+        r"sorted",
     ),
 ]

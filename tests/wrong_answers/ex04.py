@@ -376,4 +376,21 @@ WRONG: list[Wrong] = [
         expect=r"with 2 replica\(s\) taking \[2, 5\] .*which is the global batch only when the "
         r"shares are equal",
     ),
+    # issue 46: the check's model has no Dropout; its first layer records the training flag
+    Wrong(
+        2,
+        "the model called without training=True",
+        _step().replace("model(x, training=True)", "model(x)"),
+        check="2",
+        expect=r"with 1 replica\(s\) taking \[5\] of a global batch of 5, step 1, your step "
+        r"called the model with training=None",
+    ),
+    Wrong(
+        2,
+        "the model called with training=False",
+        _step().replace("model(x, training=True)", "model(x, training=False)"),
+        check="2",
+        expect=r"step 1, your step called the model with training=False: a training step calls "
+        r"model\(x, training=True\)",
+    ),
 ]

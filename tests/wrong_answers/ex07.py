@@ -365,4 +365,38 @@ WRONG: list[Wrong] = [
         expect=r"3 ps: global_step, variable 4 in creation order, is on ps task 1; you predict 0: "
         r"the global step takes its turn like any variable",
     ),
+    # issue 46: a message is read for the jobs it names, not only for those it must name
+    Wrong(
+        1,
+        "the usual jobs typed in the message",
+        _config(
+            job_check=_JOB_CHECK.replace("it has {sorted(cluster_dict)}", "use chief, ps or worker")
+        ),
+        check="1",
+        expect=r"the error for 'evaluator', a job the cluster lacks, also names \['chief', 'ps'\], "
+        r"which this cluster does not have either \(it has worker\): .*not a list typed in",
+    ),
+    Wrong(
+        1,
+        "the first cluster's jobs typed in the message",
+        _config(
+            job_check=_JOB_CHECK.replace(
+                "it has {sorted(cluster_dict)}", "it has ['chief', 'ps', 'worker']"
+            )
+        ),
+        check="1",
+        expect=r"the error for 'evaluator', a job the cluster lacks, also names \['chief', 'ps'\]",
+    ),
+    # issue 46: "as tuples" is now observed, not converted away
+    Wrong(
+        3,
+        "shapes as lists",
+        _shards().replace(
+            "return [(base + (k < extra), *shape[1:]) for",
+            "return [[base + (k < extra), *shape[1:]] for",
+        ),
+        check="3",
+        expect=r"shard_shapes\(\(1000, 64\), 'float32', 65536, 2\): \[\[500, 64\], \[500, 64\]\]: "
+        r"a shard's shape is a list, not a tuple",
+    ),
 ]

@@ -34,6 +34,13 @@ _GLOBAL = "tf.nn.compute_average_loss(per_example, global_batch_size=global_batc
 _APPLY = "optimizer.apply_gradients(zip(grads, model.trainable_variables))"
 _SHARD = "shard(input_context.num_input_pipelines, input_context.input_pipeline_id)"
 _PER_REPLICA = "input_context.get_per_replica_batch_size(global_batch)"
+_SPARSE = "keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)"
+_ONE_HOT = "keras.losses.categorical_crossentropy(tf.one_hot(y, {}), logits, from_logits=True)"
+_SHARES = (
+    r"rehearsed as 2 workers in this process: a last step with the replicas taking \[7, 3\] of a "
+    r"global batch of 10: .*each replica divided its summed loss by its own batch times the "
+    r"replicas"
+)
 
 WRONG: list[Wrong] = [
     # 1. shell_commands
@@ -574,5 +581,51 @@ WRONG: list[Wrong] = [
         """,
         check="3",
         expect=r"you read 0 from TF1's checkpoint; its global step is 77",
+    ),
+    # issue 46: the rehearsal's models have 4 and 5 classes, its last step unequal shares,
+    # and its first layer records the training flag
+    Wrong(
+        3,
+        "compute_average_loss without the global batch",
+        _STEP.format(loss="tf.nn.compute_average_loss(per_example)", update=_APPLY),
+        check="2b",
+        expect=_SHARES,
+    ),
+    Wrong(
+        3,
+        "the replica's summed loss over its batch times the replicas",
+        _STEP.format(
+            loss="tf.reduce_sum(per_example) / tf.cast(tf.shape(x)[0] * "
+            "tf.distribute.get_replica_context().num_replicas_in_sync, tf.float32)",
+            update=_APPLY,
+        ),
+        check="2b",
+        expect=_SHARES,
+    ),
+    Wrong(
+        3,
+        "a one-hot of the demo's 3 classes",
+        _STEP.format(loss=_GLOBAL, update=_APPLY).replace(_SPARSE, _ONE_HOT.format("3")),
+        check="2b",
+        expect=r"rehearsed as 2 workers .*target.shape=\(5, 3\), output.shape=\(5, 4\); the "
+        r"check's model has 4 classes here, not the demo's 3",
+    ),
+    Wrong(
+        3,
+        "a one-hot as deep as the largest label",
+        _STEP.format(loss=_GLOBAL, update=_APPLY).replace(
+            _SPARSE, _ONE_HOT.format("tf.reduce_max(y) + 1")
+        ),
+        check="2b",
+        expect=r"rehearsed as 2 workers .*the check's model has 4 classes here, .*not a count "
+        r"typed in or read from the labels",
+    ),
+    Wrong(
+        3,
+        "the model called without training=True",
+        _STEP.format(loss=_GLOBAL, update=_APPLY).replace("model(x, training=True)", "model(x)"),
+        check="2b",
+        expect=r"rehearsed as 2 workers in this process: your replica_step called the model with "
+        r"training=None",
     ),
 ]

@@ -335,4 +335,13 @@ WRONG: list[Wrong] = [
         r"0\.04: yours says within=False; the prediction is 3\.7 points from the published, "
         r"the band 4$",
     ),
+    # issue 46: the cap now binds below full overlap too
+    Wrong(
+        2,
+        "the overlap applied after the cap",
+        _step(hidden="overlap * min(exchange, 2 / 3 * compute_s)"),
+        check="2",
+        expect=r"compute 12 ms, 3 device\(s\).*overlap 0\.75: step 21\.46 ms, want 19\.46 ms: the "
+        r"overlap multiplies what is left after the cap",
+    ),
 ]
