@@ -9,7 +9,7 @@
 # lets group 100 write it; each pod has its own): for jovyan, nbgrader takes the student's
 # name from JUPYTERHUB_USER (nbgrader.utils.get_username), which the hub sets.
 set -eu
-passwd="${DPKIT_PASSWD_FILE:-/etc/passwd}"  # another file only in tests/process/test_hub_image.py
+passwd="${DPKIT_PASSWD_FILE:-/etc/passwd}"  # another file only in tests/course/test_hub_image.py
 uid="$(id -u)"
 if ! awk -F: -v uid="$uid" '$3 == uid { found = 1 } END { exit !found }' "$passwd"; then
     echo "jovyan:x:$uid:$(id -g):dpkit learner:${HOME:-/home/jovyan}:/bin/sh" >> "$passwd"

@@ -16,7 +16,7 @@
 #
 # jupyter's disable commands exit 0 even when they change nothing (a misspelt name, a level
 # the extension was not enabled at), so the last step reads back what a server would load
-# and fails the build unless it is exactly this (tests/process/test_hub_image.py).
+# and fails the build unless it is exactly this (tests/course/test_hub_image.py).
 set -eu
 
 for extension in formgrader course_list; do
