@@ -27,6 +27,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mutant_specs as specs  # noqa: E402
 import nbio  # noqa: E402
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of an IPython traceback
 RUNS = specs.ROOT / "runs" / "mutants"
 RECORD = specs.ROOT / "tests" / "mutants_record.json"
 
@@ -98,10 +100,22 @@ def environment() -> None:
     os.environ.setdefault(contract.WIDGETS, "text")
 
 
+# The random states a chain starts from: Python's (Keras draws each initializer's seed from
+# it) and NumPy's, saved before a chain's first cell in the plain run and set again before
+# each run of the chain, so that a chain re-run builds the same models, and set back after a
+# checked cell's mutants, so that the cells after it draw what they drew in the plain run.
+RANDOM_SAVE = """import random as _dpkit_random, numpy as _dpkit_np
+_dpkit_states = globals().get("_dpkit_states", {{}})
+_dpkit_states[{key!r}] = (_dpkit_random.getstate(), _dpkit_np.random.get_state())"""
+RANDOM_SET = """_dpkit_random.setstate(_dpkit_states[{key!r}][0])
+_dpkit_np.random.set_state(_dpkit_states[{key!r}][1])"""
+
+
 def run_chain(kernel, nb, checked, mutant, mutated):
     """The checked cell's comparable output after the chain, or an [error ...] line.
 
-    ``before`` runs first, then (mutated) the patch; a failing one is the mutant's error.
+    ``before`` runs first, then (mutated) the patch, then the random states of the chain's
+    start are set; a failing ``before`` or patch is the mutant's error.
     """
     for key in ("before", "patch") if mutated else ("before",):
         if mutant.get(key):
@@ -110,11 +124,13 @@ def run_chain(kernel, nb, checked, mutant, mutated):
                 raise SpecError(f"its {key} failed: {error}")
             if error:
                 return f"[its {key} failed] {error}"
+    first = specs.chain(nb, checked, mutant)[0]
+    kernel.run(RANDOM_SET.format(key=first), checked)
     for i in specs.chain(nb, checked, mutant):
         source = specs.mutated_source(nb, i, mutant) if mutated else nbio.code_source(nb.cells[i])
         outputs, error = kernel.run(source, i)
         if error:
-            return f"[raised in cell {i}] {error.splitlines()[-1] if error else ''}"
+            return f"[raised in cell {i}] {ANSI.sub('', error).splitlines()[-1]}"
     return comparable(outputs)
 
 
@@ -132,13 +148,13 @@ def run_fresh(path, nb, checked, mutant, timeout):
                 patch = None
             outputs, error = kernel.run(specs.mutated_source(nb, i, mutant), i)
             if error:
-                return f"[raised in cell {i}] {error.splitlines()[-1]}", None
+                return f"[raised in cell {i}] {ANSI.sub('', error).splitlines()[-1]}", None
         return comparable(outputs), None
     finally:
         kernel.close()
 
 
-def run_lesson(path: Path, timeout: int) -> dict:
+def run_lesson(path: Path, timeout: int, only: set | None = None) -> dict:
     nb = nbio.read(path)
     stored = [comparable(c.get("outputs", [])) for c in nb.cells]
     checked = specs.checked_indexes(nb)
@@ -148,17 +164,25 @@ def run_lesson(path: Path, timeout: int) -> dict:
         result["errors"] += specs.problems(nb, i)
     if result["errors"]:
         return result
+    starts = {  # where chains start: the random states there are saved
+        specs.chain(nb, i, m)[0]
+        for i in checked
+        for m in specs.mutants_of(nb.cells[i])
+        if not m.get("fresh") and (not only or nb.cells[i].get("id") in only)
+    }
     began = time.perf_counter()
     kernel = Kernel(path, nb, timeout)
     try:
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
+            if i in starts:
+                kernel.run(RANDOM_SAVE.format(key=i), i)
             outputs, error = kernel.run(nbio.code_source(cell), i)
             if error:
                 result["errors"].append(f"cell {i} failed in the plain run: {error}")
                 return result
-            if i not in checked:
+            if i not in checked or (only and cell.get("id") not in only):
                 continue
             row = {"index": i, "id": cell.get("id"), "mutants": []}
             result["cells"].append(row)
@@ -166,6 +190,7 @@ def run_lesson(path: Path, timeout: int) -> dict:
                 result["errors"].append(f"cell {i}: the plain run differs from the stored output")
                 continue
             controlled = False
+            kernel.run(RANDOM_SAVE.format(key=f"after {i}"), i)
             for mutant in specs.mutants_of(cell):
                 seen = {"bug": mutant["bug"], "survives": mutant.get("survives")}
                 t0 = time.perf_counter()
@@ -202,6 +227,7 @@ def run_lesson(path: Path, timeout: int) -> dict:
                 seen["output"] = out
                 seen["seconds"] = round(time.perf_counter() - t0, 1)
                 row["mutants"].append(seen)
+            kernel.run(RANDOM_SET.format(key=f"after {i}"), i)
     finally:
         kernel.close()
         result["seconds"] = round(time.perf_counter() - began, 1)
@@ -259,8 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=300, help="seconds per cell")
     parser.add_argument("--record", action="store_true", help="store passing lessons' records")
     parser.add_argument("--out", type=Path, default=RUNS, help="folder of the JSON results")
+    parser.add_argument("--only", help="comma-separated checked cell ids: run only their mutants")
     parser.add_argument("lessons", nargs="*", type=Path)
     args = parser.parse_args(argv)
+    if args.only and (args.record or args.jobs > 1):
+        parser.error("--only runs part of a lesson: not with --record or -j")
     paths = [p.resolve() for p in args.lessons] or specs.lesson_paths()
     args.out.mkdir(parents=True, exist_ok=True)
     outs = [args.out / f"{p.stem[:2]}.json" for p in paths]
@@ -281,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for path, out in zip(paths, outs):
             print(f"mutants of {path.name} ...", flush=True)
-            result = run_lesson(path, args.timeout)
+            only = set(args.only.split(",")) if args.only else None
+            result = run_lesson(path, args.timeout, only)
             tmp = out.with_name(f".{out.name}.tmp")
             tmp.write_text(json.dumps(result, indent=1) + "\n")
             tmp.replace(out)
