@@ -104,3 +104,21 @@ def test_a_chain_that_does_not_reproduce_is_an_error_not_a_kill(tmp_path):
     nbio.write(nb, path)
     result, lines, ok = run(path)
     assert not ok and any("does not give the stored output" in e for e in result["errors"])
+
+
+def test_a_chain_that_draws_random_numbers_draws_the_same_again(tmp_path):
+    """The random states of the chain's start are set before each run of it (Keras draws its
+    initializers' seeds from Python's), so a chain that draws is a faithful re-run."""
+    path = notebook(
+        tmp_path,
+        "print(round(x, 6), round(float(np.random.rand()), 6))",
+        "0.844422 0.548814\n",
+        [{"bug": "twice the draw", "from": "c1", "replace": [["c1", "random()", "random() * 2"]]}],
+        before=(
+            "import random\nimport numpy as np\nrandom.seed(0)\nnp.random.seed(0)",
+            "x = random.random()",
+        ),
+    )
+    result, lines, ok = run(path)
+    assert ok and result["errors"] == [], lines
+    assert result["cells"][0]["mutants"][0]["output"] == "1.688844 0.548814\n"
