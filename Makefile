@@ -125,7 +125,7 @@ ifeq ($(shell [ -e $(OLDEST_STAMP) ] && ! $(OLDEST_PY) -c 'import pip' >/dev/nul
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help lab release test test-course test-portable test-under-load test-pythons test-grading test-slurm test-papermill test-browser screenshots test-oldest test-colab site test-site \
+.PHONY: help lab release test test-course test-portable test-under-load test-pythons test-grading test-slurm test-papermill mutants test-mutants test-browser screenshots test-oldest test-colab site test-site \
 	check-versions check-python env lock student-copy course-new course-release course-collect course-autograde course-feedback course-grades lint unit durations notebooks exercises timings bench clean
 
 help: ## list the targets (this text; also what `make` alone prints)
@@ -243,6 +243,9 @@ durations: $(STAMP) ## make test, and store each file's seconds in tests/duratio
 #   lesson 08's Slurm job on a real one-node Slurm ....... make test-slurm    M  off
 #   the unit room and lesson 06 on Python 3.10 and 3.13 .. make test-pythons  newest TensorFlow each
 #   the website; JupyterLab and the site in Chromium ..... make site, make test-browser  M
+#   mutants of lessons 00, 02, 03's checked cells ........ make test-mutants  M  off
+#     (the others: run by hand, recorded in tests/mutants_record.json; the repo room fails a
+#     lesson changed since its recorded run)
 # Until issue 44 test-colab ran all of make test and make test-course again on C with oneDNN
 # off (the repo room, the stubs, wrong answers and nbgrader, papermill too), and test-portable
 # ran every lesson and solution with the portable arithmetic on M: each check is still run,
@@ -365,6 +368,26 @@ check-versions: $(STAMP) ## pip --dry-run: TensorFlow 2.19, 2.20, 2.21 each reso
 # The same suite while one busy loop per core keeps the machine busy (always stopped after).
 test-under-load: $(STAMP) ## make test while one busy loop per core keeps the machine busy
 	$(PY) tools/busy.py -- $(MAKE) --no-print-directory test
+
+# Mutants (tools/mutants.py): each checked cell's recorded bugs, run in the lesson's kernel,
+# must each change that cell's checked output. A lesson's mutant run takes 4 to 9 times its
+# plain run (each chain runs as written, mutated, and as written again). Seconds per lesson,
+# one lesson at a time on 2 cores shared with other work (load about 5): 00 26, 01 177,
+# 02 148, 03 116, 04 124, 09 and 10 in tests/mutants_record.json (at a load of 11, 01 took
+# 262 and 04 430). CI already takes about 2,200 of its 2,700 s, so it runs the mutants of
+# MUTANT_CI_LESSONS (00, 02, 03: 290 s of those one at a time, two at a time here;
+# tests/repo/test_mutants.py keeps its list equal); make mutants runs every lesson and
+# records each passing run's fingerprint in tests/mutants_record.json, which the repo room
+# checks for the others.
+MUTANT_CI_LESSONS := 00 02 03
+MUTANT_JOBS ?= 2
+MUTANT_LESSONS ?=  # e.g. lessons/05_*.ipynb: only those (default: every lesson)
+mutants: $(STAMP) ## every lesson's mutants: each checked cell's recorded bugs must change its output; records the runs
+	$(PY) tools/mutants.py -j $(MUTANT_JOBS) --record $(MUTANT_LESSONS)
+test-mutants: $(STAMP) ## the mutants of lessons 00, 02 and 03 (CI's share; make mutants runs every lesson)
+	@start=$$(date +%s); \
+	$(PY) tools/mutants.py -j $(MUTANT_JOBS) $(foreach n,$(MUTANT_CI_LESSONS),$(wildcard lessons/$(n)_*.ipynb)); \
+	code=$$?; echo "dpkit: make test-mutants took $$(( $$(date +%s) - start )) s (exit $$code)"; exit $$code
 
 # Lessons through papermill's command line with other parameters (README, "Shrink a
 # lesson"), and a bad value stopped at once; kept out of make test for its 12-minute budget.
