@@ -30,8 +30,6 @@ import queue
 import time
 import warnings
 
-import tensorflow as tf
-
 from dpkit import in_process
 from dpkit.plumbing import checks, contract, procs, quota
 
@@ -213,12 +211,16 @@ class LocalCluster:
     @property
     def cluster_spec(self):
         """The ``tf.train.ClusterSpec`` of the cluster."""
+        import tensorflow as tf  # here: a process may start and stop tasks without TF
+
         self._need_started()
         return tf.train.ClusterSpec(self.cluster)
 
     @property
     def resolver(self):
         """The resolver for ``ParameterServerStrategy``, naming ``chief:0`` if ``chief=True``."""
+        import tensorflow as tf  # here: a process may start and stop tasks without TF
+
         extra = {"task_type": "chief", "task_id": 0} if self.chief else {}
         return tf.distribute.cluster_resolver.SimpleClusterResolver(
             self.cluster_spec, rpc_layer="grpc", **extra
@@ -303,8 +305,10 @@ class LocalCluster:
         return {t: a for t, a in self.addresses.items() if t != "chief:0"}
 
     def _spawn(self, tasks: list, deadline: float, retry: bool = False) -> set:
-        """Start the tasks' ``server`` programs, await them; those whose port was taken (retry)."""
-        lines, waiting, busy = queue.Queue(), {}, set()
+        """Start the tasks' ``server`` programs and await them; with ``retry``, return at once
+        ``{task}`` of the first whose port was taken (all restart on new ports, so the others'
+        TensorFlow imports would be wasted), else an empty set once every task is ready."""
+        lines, waiting = queue.Queue(), {}
         for t in tasks:
             args = (json.dumps(self.cluster), *t.split(":"), self.inter_op_threads_per_task)
             argv = procs.program_argv(contract.Program.SERVER, *args)
@@ -334,13 +338,12 @@ class LocalCluster:
                         f"({contract.Exit.PORT_TAKEN:d} means its port is taken); its stderr: "
                         f"{child.tail() or '(empty)'}"
                     )
-                busy.add(t)
-                continue
+                return {t}
             record = procs.parse_record(line)
             if record is not None and contract.ServerReady.key() in record:
                 contract.ServerReady.from_record(record)  # a record of another kind fails here
                 waiting.pop(child)
-        return busy
+        return set()
 
     def check(self, timeout: float = 5.0) -> None:
         """Raise :class:`ClusterNotReadyError` unless every task answers within ``timeout``."""
@@ -352,6 +355,8 @@ class LocalCluster:
         :class:`ClusterNotReadyError` instead of blocking for minutes), then build
         ``tf.distribute.ParameterServerStrategy`` with ``kwargs`` (``variable_partitioner``)."""
         self.check(timeout)  # before building the strategy: fail in a second, not minutes
+        import tensorflow as tf  # here: a process may start and stop tasks without TF
+
         return tf.distribute.ParameterServerStrategy(self.resolver, **kwargs)
 
     def make_coordinator(self, strategy=None, timeout: float = 5.0):
@@ -359,6 +364,8 @@ class LocalCluster:
 
         :meth:`shutdown` stops its worker threads (TensorFlow has no public way to).
         """
+        import tensorflow as tf  # here: a process may start and stop tasks without TF
+
         strategy = strategy or self.make_strategy(timeout)
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
         self._coordinators.append(coordinator)

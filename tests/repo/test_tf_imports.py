@@ -34,6 +34,8 @@ ENTRY_POINTS = {
     "dpkit.programs.server": "it checks its port before TensorFlow's import (a taken port: retry)",
     "dpkit.programs.pinned": "it pins its core first: TensorFlow sizes thread pools on import",
     "dpkit.programs.collective": "it pins its core first, as the pinned program does",
+    "dpkit.cluster": "a parent that only starts, kills and stops task processes (a test's, a "
+    "notebook cell's) runs no TensorFlow: 5 s saved in each",
     "dpkit.report": "tests/support/standin_throughput.py: a throughput child without TensorFlow",
     "dpkit.summaries": "TensorBoard and the log readers; it loads each submodule on first use",
     "dpkit.summaries.writers": "`dpkit bench`'s parent takes runs_root from it (cli.main)",
