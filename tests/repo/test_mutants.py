@@ -52,17 +52,28 @@ def test_census_per_lesson(capsys):
             )
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+COMPLETE = [p for p in LESSONS if p.name[:2] not in PENDING]
+RECORDED = [p for p in COMPLETE if p.name[:2] not in CI_LESSONS]
+
+
+@pytest.mark.parametrize("path", COMPLETE, ids=ids(COMPLETE))
 def test_every_checked_cell_has_a_mutant(path):
     census = specs.census(path)
-    lesson = path.name[:2]
-    if lesson in PENDING:
-        assert census["without"], f"lesson {lesson} is complete: take it out of PENDING"
-        pytest.skip(f"lesson {lesson}: {len(census['without'])} checked cells without a mutant")
     assert not census["without"], (
         f"checked cells with no mutant: {census['without']} (cell indexes from 0): give each "
         "a plausible bug that must change its output (tools/mutant_specs.py), or untag it"
     )
+
+
+def test_the_pending_lessons_are_still_pending(capsys):
+    """PENDING names what is not done (no skip hides it): each lesson there still has checked
+    cells without a mutant, and the count is printed."""
+    with capsys.disabled():
+        for lesson in sorted(PENDING):
+            path = next(p for p in LESSONS if p.name[:2] == lesson)
+            without = specs.census(path)["without"]
+            assert without, f"lesson {lesson} is complete: take it out of PENDING"
+            print(f"  pending: lesson {lesson}, {len(without)} checked cells without a mutant")
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
@@ -78,12 +89,9 @@ def test_no_mutant_sits_on_an_unchecked_cell(path):
     assert stray == [], "mutants on cells nbval does not check: they test nothing"
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=ids(LESSONS))
+@pytest.mark.parametrize("path", RECORDED, ids=ids(RECORDED))
 def test_the_last_mutant_run_is_current(path):
     """Lessons outside CI's mutant run: their recorded run must be of the lesson as it is."""
-    lesson = path.name[:2]
-    if lesson in CI_LESSONS or lesson in PENDING:
-        pytest.skip("CI runs its mutants" if lesson in CI_LESSONS else "mutants still to write")
     table = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     entry = table.get(path.name)
     assert entry, f"no recorded mutant run: python tools/mutants.py --record {path.name}"
