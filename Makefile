@@ -204,8 +204,9 @@ test: $(STAMP) ## lint, exercises current, every lesson under nbval, the unit, p
 # stubs fail them, every wrong answer of tests/wrong_answers/ is refused with its message (a
 # mutation test of the checks), the checks that need devices or worker processes run with
 # right and wrong answers (ex04, ex06, ex08; the others' tests are unit tests), and nbgrader's
-# workflow runs for three students over two weeks. .ci/run runs it.
-test-course: $(STAMP) ## every solution runs and passes its checks, which refuse every stub and tabled wrong answer; the nbgrader workflow
+# workflow runs for three students over two weeks, and for eleven answers that attack the
+# grader instead (tests/course/test_tampering.py: each scores 0). .ci/run runs it.
+test-course: $(STAMP) ## every solution runs and passes its checks, which refuse every stub and tabled wrong answer; the nbgrader workflow, attacks on it scoring 0
 	@start=$$(date +%s); \
 	$(PY) -m pytest tests/course -p no:cacheprovider -v -n $(TEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder --durations=10 $(PYTEST_EXTRA); \
@@ -476,7 +477,7 @@ course-release: $(STAMP) ## generate and release assignment A (e.g. A=ex03) to t
 	$(PY) tools/course.py release $(COURSE) $(A)
 course-collect: $(STAMP) ## collect what students submitted for A
 	$(PY) tools/course.py collect $(COURSE) $(A)
-course-autograde: $(STAMP) ## run every check of A's submissions; scores in COURSE/gradebook.db
+course-autograde: $(STAMP) ## run every check of A's submissions, each in a process of its own; scores in COURSE/gradebook.db
 	$(PY) tools/course.py autograde $(COURSE) $(A)
 course-feedback: $(STAMP) ## write and release A's feedback (students: nbgrader fetch_feedback)
 	$(PY) tools/course.py feedback $(COURSE) $(A)

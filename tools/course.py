@@ -35,7 +35,10 @@ fetch_feedback ex03``, or JupyterLab's menu Nbgrader > Assignment List.
 
 Grading runs the check cells, which call the course's checker (``dpkit_checks``, installed
 from checks/ beside dpkit by ``make env``): ``autograde`` stops, saying how to install it,
-when this Python lacks it.
+when this Python lacks it. ``autograde`` is nbgrader's, with one step replaced (the config
+``new`` writes says so): each submission runs in a fresh Python of its own, rebuilt from
+the instructor's release with only the answer cells taken from it, and a check counts only
+if nothing an answer could change to pass it has changed (tools/grading.py says how).
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ import nbio  # noqa: E402
 
 SOLUTIONS = nbio.ROOT / "solutions"
 CHECKER = "dpkit_checks"  # the course's checker (checks/), which the check cells call
+GRADING = Path(__file__).resolve().parent / "grading.py"  # autograde's grading process
+GRADING_MODULE = "dpkit_course_grading"  # its name in nbgrader's process
 DEFAULT_EXCHANGE = "exchange"  # beside the course, unless --exchange names another folder
 #: The ref released notebooks install from unless --ref names another: the student copy's
 #: branch (tools/student_copy.py --ref, make student-copy STUDENT_REF=...), without solutions/.
@@ -105,11 +110,24 @@ def check_ref(at: str, repo: str | None) -> None:
 def config_text(root: Path, course_id: str, exchange: Path) -> str:
     return (
         "# Written by tools/course.py new: the course's nbgrader settings.\n"
+        "import importlib.util\n"
+        "import sys\n"
+        "\n"
         "c = get_config()\n"
         f"c.CourseDirectory.root = {str(root)!r}\n"
         f"c.CourseDirectory.course_id = {course_id!r}\n"
         f"c.Exchange.root = {str(exchange)!r}\n"
         "c.Execute.timeout = 600  # seconds per cell: the exercises that start clusters\n"
+        "# Autograde runs each submission in a grading process of its own, from the\n"
+        "# instructor's release, not in a kernel the answers can change (tools/grading.py).\n"
+        f"_spec = importlib.util.spec_from_file_location({GRADING_MODULE!r}, {str(GRADING)!r})\n"
+        "_grading = importlib.util.module_from_spec(_spec)\n"
+        f"sys.modules[{GRADING_MODULE!r}] = _grading\n"
+        "_spec.loader.exec_module(_grading)\n"
+        "c.Autograde.autograde_preprocessors = _grading.autograde_preprocessors()\n"
+        f"c.IsolatedExecute.course = {str(root)!r}\n"
+        f"c.IsolatedExecute.exchange = {str(exchange)!r}\n"
+        "c.IsolatedExecute.timeout = 600\n"
     )
 
 
@@ -174,7 +192,10 @@ def nbgrader(root: Path, *args: str) -> str:
     )
     log = done.stdout + done.stderr
     if done.returncode != 0 or "| ERROR]" in log:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{log[-3000:]}")
+        # its errors first (a submission that changed the grader's files names them), then
+        # the end of its log
+        errors = "\n".join(line for line in log.splitlines() if "| ERROR]" in line)
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{errors[:3000]}\n{log[-3000:]}")
     return log
 
 
