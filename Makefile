@@ -376,10 +376,10 @@ test-under-load: $(STAMP) ## make test while one busy loop per core keeps the ma
 # one lesson at a time on 2 cores shared with other work (load about 5): 00 26, 01 177,
 # 02 148, 03 116, 04 124, 09 and 10 in tests/mutants_record.json (at a load of 11, 01 took
 # 262 and 04 430). CI already takes about 2,200 of its 2,700 s, so it runs the mutants of
-# MUTANT_CI_LESSONS (00, 02, 03: 290 s of those one at a time, two at a time here;
-# tests/repo/test_mutants.py keeps its list equal); make mutants runs every lesson and
-# records each passing run's fingerprint in tests/mutants_record.json, which the repo room
-# checks for the others.
+# MUTANT_CI_LESSONS (00, 02, 03: 290 s of those one at a time; make test-mutants, two at a
+# time, took 210 s at a load of 5 to 7; tests/repo/test_mutants.py keeps its list equal);
+# make mutants runs every lesson and records each passing run's fingerprint in
+# tests/mutants_record.json, which the repo room checks for the others.
 MUTANT_CI_LESSONS := 00 02 03
 MUTANT_JOBS ?= 2
 MUTANT_LESSONS ?=  # e.g. lessons/05_*.ipynb: only those (default: every lesson)
