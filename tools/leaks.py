@@ -40,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nbio  # noqa: E402
 
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+BEGIN, END = nbio.BEGIN, nbio.END
 MIN_CHARS = 25  # shorter answer lines ("return averaged") say too little to search for
 HINT_SHARE = 1 / 3  # the most of an answer's lines its hints may hold
 #: Lines that carry no step of an answer: blank, a comment, brackets alone, a bare keyword.
@@ -81,22 +81,10 @@ class Answer:
 
 def answers(solutions: Path) -> list[Answer]:
     """Every answer region of every solution notebook, in order."""
-    found = []
-    for path in sorted(solutions.glob("*.ipynb")):
-        for index, cell in enumerate(nbio.read(path).cells):
-            if cell.cell_type != "code":
-                continue
-            inside, lines = False, []
-            for line in nbio.code_source(cell).split("\n"):
-                stripped = line.strip()
-                if stripped.startswith(BEGIN):
-                    inside, lines = True, []
-                elif stripped.startswith(END):
-                    inside = False
-                    found.append(Answer(path.name, index, lines))
-                elif inside and not FILLER.fullmatch(stripped):
-                    lines.append(stripped)
-    return found
+    return [
+        Answer(path.name, index, [s for s in map(str.strip, lines) if not FILLER.fullmatch(s)])
+        for path, index, lines in nbio.answer_regions(solutions)
+    ]
 
 
 def is_hints(cell) -> bool:

@@ -61,3 +61,27 @@ def code_source(cell) -> str:
 
 def has_tag(cell, tag: str) -> bool:
     return tag in cell.get("metadata", {}).get("tags", [])
+
+
+#: nbgrader's markers around an answer in a solution's code cell (tools/make_exercises.py).
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def answer_regions(solutions: Path) -> list[tuple[Path, int, list[str]]]:
+    """``[(notebook, cell index, lines), ...]``: the lines between each pair of markers of
+    every solution notebook in ``solutions``, as written, in order."""
+    found = []
+    for path in sorted(Path(solutions).glob("*.ipynb")):
+        for index, cell in enumerate(read(path).cells):
+            if cell.cell_type != "code":
+                continue
+            inside, lines = False, []
+            for line in code_source(cell).split("\n"):
+                if line.strip().startswith(BEGIN):
+                    inside, lines = True, []
+                elif line.strip().startswith(END):
+                    inside = False
+                    found.append((path, index, lines))
+                elif inside:
+                    lines.append(line)
+    return found

@@ -34,7 +34,7 @@ import nbio  # noqa: E402
 
 # deploy/jupyterhub/ is the teacher's: its guide clones the full repository to run the course.
 LEFT_OUT = ("solutions/", "tests/", "browser_tests/", ".ci/", ".github/", "deploy/jupyterhub/")
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+BEGIN, END = nbio.BEGIN, nbio.END
 #: Answer regions shorter than this (in meaningful lines and characters) are too generic to
 #: search for ("return total / count" may well appear in dpkit itself).
 MIN_LINES, MIN_CHARS = 2, 40
@@ -61,21 +61,10 @@ def meaningful(code: str) -> list[str]:
 def answer_regions(solutions: Path) -> list[tuple[str, list[str]]]:
     """[(where, meaningful lines), ...] of every answer region long enough to search for."""
     regions = []
-    for path in sorted(solutions.glob("*.ipynb")):
-        for index, cell in enumerate(nbio.read(path).cells):
-            if cell.cell_type != "code":
-                continue
-            inside, lines = False, []
-            for line in nbio.code_source(cell).split("\n"):
-                if line.strip().startswith(BEGIN):
-                    inside, lines = True, []
-                elif line.strip().startswith(END):
-                    inside = False
-                    kept = meaningful("\n".join(lines))
-                    if len(kept) >= MIN_LINES and len("".join(kept)) >= MIN_CHARS:
-                        regions.append((f"{path.name} cell {index}", kept))
-                elif inside:
-                    lines.append(line)
+    for path, index, lines in nbio.answer_regions(solutions):
+        kept = meaningful("\n".join(lines))
+        if len(kept) >= MIN_LINES and len("".join(kept)) >= MIN_CHARS:
+            regions.append((f"{path.name} cell {index}", kept))
     return regions
 
 
