@@ -248,7 +248,8 @@ class Comparison:
         return ax
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The fields for a results file: all but ``weights`` (arrays; the checksums stay)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "weights"}
 
 
 def _check(model, global_batch, workers, rounds, window_steps, warmup_steps, timeout):

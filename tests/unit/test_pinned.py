@@ -158,3 +158,15 @@ def test_a_quota_cuts_the_cores_and_unreadable_topology_counts_each_cpu(tmp_path
     assert pinned.physical_cores([0, 1, 2], missing) == [[0], [1], [2]]
     assert pinned.usable_cores(missing) == [0]
     assert "the container's CPU quota allows no more" in pinned.describe_cores(missing)
+
+
+def test_a_comparisons_results_file_holds_the_checksums_not_the_weight_arrays():
+    import json
+
+    import numpy as np
+
+    result = pinned.Comparison("lenet5", 32, 2, 2, checksums={"a": [1.5]})
+    result.weights["a"] = [[np.ones((3, 3), np.float32)]]
+    fields = result.as_dict()
+    assert "weights" not in fields and fields["checksums"] == {"a": [1.5]}
+    json.dumps(fields)  # what benchmarks/pinned_workers.py writes
