@@ -74,12 +74,19 @@ def module_name(path: str) -> str:
     return ".".join(parts)
 
 
+def lesson_code(path: pathlib.Path) -> str:
+    """A notebook's code cells as one Python text, each shell (``!``) or magic (``%``) line
+    made ``pass``, so that ``ast`` can parse it."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return re.sub(r"^(\s*)[%!].*$", r"\1pass", code, flags=re.M)
+
+
 def first_lessons(root: pathlib.Path = ROOT) -> dict[str, int]:
     """``{"dpkit.towers": 2, ...}``: the first lesson whose code imports each module."""
     first = {}
     for path in sorted((root / "lessons").glob("[0-9][0-9]_*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        code = lesson_code(path)
         pattern = r"from (dpkit(?:\.\w+)?) import (?:\(([^)]*)\)|([\w, ]+))"
         for source, many, one in re.findall(pattern, code):
             for name in (many or one).replace("\n", " ").split(","):

@@ -781,12 +781,8 @@ DPKIT_CEILING = 12420
 
 def lesson_imports(path: pathlib.Path, modules: dict[str, Module]) -> set[str]:
     """The dpkit modules a lesson's code cells import (shell and magic lines left out)."""
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-    lines = code.splitlines()
-    code = "\n".join(line for line in lines if not line.lstrip().startswith(("!", "%")))
     found = set()
-    for node in ast.walk(ast.parse(code)):
+    for node in ast.walk(ast.parse(the_map.lesson_code(path))):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.split(".")[0] == "dpkit"}
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "dpkit":

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import json
 import pathlib
 import re
 
 from tests.support.paths import ROOT
+from tools import layout as the_map
 
 #: Modules that must import without TensorFlow, and why.
 ENTRY_POINTS = {
@@ -119,9 +119,7 @@ def lessons_without_tensorflow() -> dict[str, list[str]]:
     TensorFlow nor Keras."""
     found = {}
     for path in sorted((ROOT / "lessons").glob("*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
-        tree = ast.parse(re.sub(r"^(\s*)[%!].*$", r"\1pass", code, flags=re.M))  # no magics
+        tree = ast.parse(the_map.lesson_code(path))
         names = [
             n
             for node in ast.walk(tree)
